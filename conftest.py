@@ -1,0 +1,3 @@
+"""Root conftest: loads the qconform pytest plugin (suite/plugin.py)."""
+
+pytest_plugins = ["suite.plugin"]

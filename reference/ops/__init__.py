@@ -1,0 +1,1 @@
+"""One module per operator family; each registers its golden with ``@register``."""

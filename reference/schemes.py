@@ -1,0 +1,168 @@
+"""Named requantization schemes.
+
+A scheme says how a kernel turns exact integer arithmetic into an output code:
+how the real multiplier is formed (double or float32), and how it is applied
+(LiteRT's fixed-point multiplier with one or two rounding steps, or a float
+multiply with a given rounding). Every op's golden takes a scheme, so a report
+can say which arithmetic a target's kernel matches.
+
+Writing an op's golden against a scheme:
+
+* ``scheme.is_fixed``: reproduce LiteRT's reference kernel (quantized multipliers,
+  ``scheme.single_rounding`` selects MultiplyByQuantizedMultiplier's build).
+  ``scheme.requantize(acc, real_multiplier, zp, lo, hi)`` does the common case.
+* otherwise (a float scheme): compute the real result in ``scheme.float_dtype``
+  and finish it with ``scheme.quantize_real(x, zp, lo, hi)`` (divide by the
+  output scale first), or with ``scheme.requantize`` for an int accumulator.
+* ``scheme.exact``: the ``exact`` scheme returns the unrounded real value (in
+  output LSB, zero point added, unclamped) so a report can tell a rounding tie.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import arith
+
+
+@dataclass(frozen=True)
+class Scheme:
+    name: str
+    description: str
+    kind: str                       # "fixed": integer multiplier; "float": float scaling
+    multiplier_precision: str       # "double" | "float": how s_in*s_w/s_out is formed
+    single_rounding: bool = False   # fixed: one rounding step (ties up) instead of two
+    float_round: str = "half_even"  # "half_even" | "half_away" | "none" (exact scheme)
+    float_dtype: str = "float32"    # float: the type the arithmetic happens in
+    clamp_before_round: bool = False  # float: clamp in float, then round (MLAS, XNNPACK)
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def is_fixed(self) -> bool:
+        return self.kind == "fixed"
+
+    @property
+    def exact(self) -> bool:
+        return self.float_round == "none"
+
+    @property
+    def ftype(self):
+        return np.float32 if self.float_dtype == "float32" else np.float64
+
+    def real_multiplier(self, *factors_num, den=1.0) -> np.ndarray:
+        """prod(factors_num) / den, left to right, in the scheme's multiplier precision.
+
+        Factors are runtime scales (float32 values); the result is a float64 array.
+        """
+        if self.multiplier_precision == "float":
+            acc = None
+            for f in factors_num:
+                f = np.asarray(f, dtype=np.float32)
+                acc = f if acc is None else (acc * f).astype(np.float32)
+            return np.asarray((acc / np.float32(den)).astype(np.float32), dtype=np.float64)
+        acc = None
+        for f in factors_num:
+            f = np.asarray(np.asarray(f, dtype=np.float32), dtype=np.float64)
+            acc = f if acc is None else acc * f
+        return acc / np.float64(np.float32(den))
+
+    def round(self, x) -> np.ndarray:
+        """The scheme's rounding of a real value to an integer (float paths)."""
+        if self.float_round == "half_even":
+            return arith.round_half_even(x)
+        if self.float_round == "half_away":
+            return arith.round_half_away(x)
+        return np.asarray(x, dtype=np.float64)
+
+    def quantize_real(self, x, zero_point, lo: int, hi: int) -> np.ndarray:
+        """x (already divided by the output scale) -> clamp(round(x) + zp), the float path."""
+        x = np.asarray(x)
+        if self.exact:
+            return np.asarray(x, dtype=np.float64) + zero_point
+        if self.clamp_before_round:
+            ft = x.dtype.type if x.dtype.kind == "f" else np.float64
+            x = np.clip(x, ft(lo - zero_point), ft(hi - zero_point))
+        r = self.round(x)
+        return np.clip(r.astype(np.int64) + zero_point, lo, hi)
+
+    def requantize(self, acc, real_multiplier, zero_point, lo: int, hi: int) -> np.ndarray:
+        """Scale an int accumulator by the real multiplier, add the zero point, clamp."""
+        acc = np.asarray(acc, dtype=np.int64)
+        if self.exact:
+            return acc.astype(np.float64) * np.asarray(real_multiplier, dtype=np.float64) + zero_point
+        if self.is_fixed:
+            m, s = arith.quantize_multiplier(real_multiplier, self.single_rounding)
+            out = arith.mbqm(acc, m, s, self.single_rounding) + zero_point
+            return np.clip(out, lo, hi)
+        ft = self.ftype
+        x = acc.astype(ft) * np.asarray(real_multiplier).astype(ft)
+        return self.quantize_real(x, zero_point, lo, hi)
+
+
+SCHEMES: dict[str, Scheme] = {}
+_ALIASES: dict[str, str] = {}
+
+
+def _add(s: Scheme) -> Scheme:
+    SCHEMES[s.name] = s
+    for a in s.aliases:
+        _ALIASES[a.lower()] = s.name
+    return s
+
+
+DEFAULT_SCHEME = "tflite-ref-double"
+
+_add(Scheme("tflite-ref-double",
+            "LiteRT reference kernels, default build: double-precision multiplier, "
+            "SaturatingRoundingDoublingHighMul then RoundingDivideByPOT (two roundings)",
+            kind="fixed", multiplier_precision="double", float_round="half_away"))
+_add(Scheme("tflite-ref-single",
+            "LiteRT reference kernels built with TFLITE_SINGLE_ROUNDING: one 64-bit "
+            "multiply-shift, ties toward +inf",
+            kind="fixed", multiplier_precision="double", single_rounding=True, float_round="half_away"))
+_add(Scheme("xnnpack-fp32",
+            "XNNPACK fp32 requantization: float32 accumulator x float32 scale, clamp in float, "
+            "round half to even",
+            kind="float", multiplier_precision="float", float_round="half_even", float_dtype="float32",
+            clamp_before_round=True))
+_add(Scheme("ort-fp32-rne",
+            "ONNX Runtime (MLAS): float32 multiplier formed left to right, float32(acc) x scale, "
+            "clamp in float, round half to even",
+            kind="float", multiplier_precision="float", float_round="half_even", float_dtype="float32",
+            clamp_before_round=True))
+_add(Scheme("onnx-ref",
+            "the onnx reference evaluator: NumPy float arithmetic (int32 x float32 promotes to "
+            "float64), np.rint (half to even), clip",
+            kind="float", multiplier_precision="float", float_round="half_even", float_dtype="float64"))
+_add(Scheme("caffe-d1",
+            "SNPS-Caffe D1: double-precision multiplier, one rounding step (ties toward +inf)",
+            kind="fixed", multiplier_precision="double", single_rounding=True, float_round="half_away",
+            aliases=("D1", "d1")))
+_add(Scheme("caffe-d2",
+            "SNPS-Caffe D2: double-precision multiplier, two rounding steps (SRDHM + RDBPOT)",
+            kind="fixed", multiplier_precision="double", float_round="half_away", aliases=("D2", "d2")))
+_add(Scheme("caffe-f2",
+            "SNPS-Caffe F2 (and Caffe2): single-precision multiplier, two rounding steps",
+            kind="fixed", multiplier_precision="float", float_round="half_away", aliases=("F2", "f2")))
+_add(Scheme("exact",
+            "no rounding at all: the real result in output LSB (for labelling ties; not a kernel)",
+            kind="float", multiplier_precision="double", float_round="none", float_dtype="float64"))
+
+
+def get_scheme(name: str | Scheme | None) -> Scheme:
+    if name is None:
+        return SCHEMES[DEFAULT_SCHEME]
+    if isinstance(name, Scheme):
+        return name
+    if name in SCHEMES:
+        return SCHEMES[name]
+    if name.lower() in _ALIASES:
+        return SCHEMES[_ALIASES[name.lower()]]
+    raise KeyError(f"unknown scheme '{name}' (known: {', '.join(SCHEMES)})")
+
+
+def kernel_schemes() -> list[str]:
+    """Schemes that model a kernel (everything but ``exact``)."""
+    return [n for n, s in SCHEMES.items() if not s.exact]

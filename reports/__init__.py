@@ -1,0 +1,1 @@
+"""Result collection (results.jsonl) and rendering (summary tables, reports)."""

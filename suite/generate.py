@@ -1,0 +1,279 @@
+"""Deterministic, seeded generation of operator cases from the spec tables.
+
+Each operator has a generator (``suite/generators/*.py``, registered with
+``@generator``) and a set of named variants: edge variants with a fixed number
+of cases each (saturation at both ends, zero points at the dtype limits, odd
+shapes, ...) and ``random`` taking the rest. A case's random stream depends only
+on (seed, op, variant, index), so raising ``--cases-per-op`` adds cases without
+changing the earlier ones, and ids are stable: ``CONV_2D-sat_hi-001``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import numpy as np
+
+from .case import Case, Tensor
+from .dtypes import DTYPES
+
+DEFAULT_CASES_PER_OP = 30
+DEFAULT_SEED = 0
+
+# Edge variants every quantized op gets unless it opts out.
+COMMON_VARIANTS = {"sat_hi": 2, "sat_lo": 2, "zp_min": 2, "zp_max": 2, "odd_shape": 2}
+
+
+@dataclass
+class OpGenerator:
+    op: str
+    fn: Callable[["Gen"], Case]
+    variants: dict[str, int]
+    clause: str = ""
+
+    def plan(self, n: int) -> list[tuple[str, int]]:
+        """(variant, index) pairs for n cases: edge variants first, then random.
+
+        With fewer cases than edge variants the edges are taken one each, round-robin.
+        """
+        edges = [(v, k) for v, k in self.variants.items() if v != "random"]
+        out: list[tuple[str, int]] = []
+        rounds = max((k for _, k in edges), default=0)
+        for r in range(rounds):
+            for v, k in edges:
+                if r < k and len(out) < n:
+                    out.append((v, r))
+        i = 0
+        while len(out) < n:
+            out.append(("random", i))
+            i += 1
+        return out
+
+
+_GENERATORS: dict[str, OpGenerator] = {}
+_loaded = False
+
+
+def generator(op: str, variants: dict[str, int] | None = None, common: bool = True, clause: str = ""):
+    """Register ``fn(g: Gen) -> Case`` as the generator of ``op``.
+
+    ``variants`` adds op-specific edge variants (name -> number of cases); the
+    common edge variants are included unless ``common=False``.
+    """
+    def deco(fn):
+        v = dict(COMMON_VARIANTS) if common else {}
+        v.update(variants or {})
+        _GENERATORS[op] = OpGenerator(op, fn, v, clause)
+        return fn
+    return deco
+
+
+def _load():
+    global _loaded
+    if _loaded:
+        return
+    from . import generators as pkg
+    for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        importlib.import_module(f"{pkg.__name__}.{m.name}")
+    _loaded = True
+
+
+def generator_ops() -> list[str]:
+    _load()
+    return list(_GENERATORS)
+
+
+def get_generator(op: str) -> OpGenerator:
+    _load()
+    return _GENERATORS[op]
+
+
+def stream(seed: int, *keys: str | int) -> np.random.Generator:
+    """A random stream fixed by the seed and the keys (stable across processes)."""
+    words = [int(seed) & 0xFFFFFFFF]
+    for k in keys:
+        words.append(zlib.crc32(str(k).encode()) if not isinstance(k, int) else int(k) & 0xFFFFFFFF)
+    return np.random.default_rng(words)
+
+
+def make_case(op: str, variant: str, index: int, seed: int = DEFAULT_SEED) -> Case:
+    gen = get_generator(op)
+    g = Gen(op=op, variant=variant, index=index, seed=seed, rng=stream(seed, op, variant, index))
+    case = gen.fn(g)
+    case.op = op
+    case.variant = variant
+    case.index = index
+    case.id = case_id(op, variant, index)
+    if not case.clause:
+        case.clause = g.clause or gen.clause or f"{case.spec}/{op}"
+    return case
+
+
+def case_id(op: str, variant: str, index: int) -> str:
+    return f"{op}-{variant}-{index:03d}"
+
+
+def generate(ops: Iterable[str] | None = None, cases_per_op: int = DEFAULT_CASES_PER_OP,
+             seed: int = DEFAULT_SEED) -> list[Case]:
+    _load()
+    ops = list(ops) if ops is not None else list(_GENERATORS)
+    cases: list[Case] = []
+    for op in ops:
+        for variant, index in _GENERATORS[op].plan(cases_per_op):
+            cases.append(make_case(op, variant, index, seed))
+    return cases
+
+
+def plan_ids(ops: Iterable[str] | None = None, cases_per_op: int = DEFAULT_CASES_PER_OP) -> list[tuple[str, str, int]]:
+    """(op, variant, index) of the cases ``generate`` would make, without making them."""
+    _load()
+    ops = list(ops) if ops is not None else list(_GENERATORS)
+    return [(op, v, i) for op in ops for v, i in _GENERATORS[op].plan(cases_per_op)]
+
+
+# --------------------------------------------------------------------------- helpers
+
+def f32(x: float) -> float:
+    """A float32-exact Python float (scales are float32 in every runtime)."""
+    return float(np.float32(x))
+
+
+@dataclass
+class Gen:
+    """What a generator gets: its random stream, its variant, and helpers."""
+
+    op: str
+    variant: str
+    index: int
+    seed: int
+    rng: np.random.Generator
+    clause: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    # ---- scalars
+    def scale(self, lo: float = 2.0 ** -10, hi: float = 0.5) -> float:
+        """A log-uniform float32-exact scale in [lo, hi]."""
+        return f32(np.exp(self.rng.uniform(np.log(lo), np.log(hi))))
+
+    def zero_point(self, dtype: str = "int8") -> int:
+        d = DTYPES[dtype]
+        if self.variant == "zp_min":
+            return d.qmin
+        if self.variant == "zp_max":
+            return d.qmax
+        span = d.qmax - d.qmin
+        return int(self.rng.integers(d.qmin + span // 8, d.qmax - span // 8 + 1))
+
+    def choice(self, seq):
+        return seq[int(self.rng.integers(0, len(seq)))]
+
+    def randint(self, lo: int, hi: int) -> int:
+        """An integer in [lo, hi] inclusive."""
+        return int(self.rng.integers(lo, hi + 1))
+
+    # ---- shapes
+    def dims(self, rank: int, lo: int = 1, hi: int = 8) -> list[int]:
+        if self.variant == "odd_shape":
+            return [self.choice([1, 3, 5, 7, 9, 13]) for _ in range(rank)]
+        return [self.randint(lo, hi) for _ in range(rank)]
+
+    # ---- data
+    def codes(self, shape, dtype: str = "int8", zero_point: int = 0, lo: int | None = None,
+              hi: int | None = None) -> np.ndarray:
+        """Random codes of a quantized activation.
+
+        ``sat_hi`` draws from the top of the range (large positive reals) and ``sat_lo``
+        from the bottom, so outputs saturate at both ends; others are uniform.
+        """
+        d = DTYPES[dtype]
+        lo = d.qmin if lo is None else lo
+        hi = d.qmax if hi is None else hi
+        if self.variant == "sat_hi":
+            lo = max(lo, min(hi, zero_point + (hi - zero_point) // 2))
+        elif self.variant == "sat_lo":
+            hi = min(hi, max(lo, zero_point - (zero_point - lo) // 2))
+        return self.rng.integers(lo, hi + 1, size=tuple(shape)).astype(d.storage)
+
+    def activation(self, shape, scale: float | None = None, zero_point: int | None = None,
+                   dtype: str = "int8", data: np.ndarray | None = None) -> Tensor:
+        s = self.scale() if scale is None else f32(scale)
+        z = self.zero_point(dtype) if zero_point is None else int(zero_point)
+        if data is None:
+            data = self.codes(shape, dtype, z)
+        return Tensor(dtype, tuple(int(x) for x in shape), np.asarray(data).astype(DTYPES[dtype].storage),
+                      [s], [z], 0)
+
+    def weights(self, shape, axis: int, per_axis: bool = True, scales: list[float] | None = None,
+                lo: int = -127, hi: int = 127) -> Tensor:
+        n = shape[axis]
+        if scales is None:
+            if per_axis:
+                if self.variant == "perchannel_wide":
+                    # scales spread over 2^12: a kernel that shares one multiplier fails
+                    scales = [f32(2.0 ** self.rng.uniform(-14, -2)) for _ in range(n)]
+                else:
+                    base = np.exp(self.rng.uniform(np.log(2.0 ** -9), np.log(2.0 ** -4)))
+                    scales = [f32(base * 2.0 ** self.rng.uniform(-1.5, 1.5)) for _ in range(n)]
+            else:
+                scales = [self.scale(2.0 ** -9, 2.0 ** -4)]
+        data = self.rng.integers(lo, hi + 1, size=tuple(shape)).astype(np.int8)
+        return Tensor("int8", tuple(shape), data, [f32(s) for s in scales], [0] * len(scales),
+                      axis if len(scales) > 1 else 0, const=True)
+
+    def bias(self, input_scale: float, weight: Tensor, n: int, magnitude: float = 2.0 ** 12) -> Tensor:
+        """An int32 bias with scale input_scale * weight_scale[c] and zero point 0."""
+        ws = weight.scale
+        scales = [f32(np.float32(input_scale) * np.float32(s)) for s in ws]
+        if len(scales) == 1 and n > 1:
+            per = [scales[0]]
+        else:
+            per = scales
+        data = self.rng.integers(-int(magnitude), int(magnitude) + 1, size=(n,)).astype(np.int32)
+        return Tensor("int32", (n,), data, per, [0] * len(per), 0, const=True)
+
+    def param(self, values, dtype: str = "int32") -> Tensor:
+        arr = np.asarray(values, dtype=DTYPES[dtype].storage)
+        return Tensor(dtype, tuple(arr.shape), arr, None, None, 0, const=True)
+
+    def output(self, shape, scale: float, zero_point: int, dtype: str = "int8") -> Tensor:
+        return Tensor(dtype, tuple(int(x) for x in shape), None, [f32(scale)], [int(zero_point)], 0)
+
+    def output_qparams(self, real: np.ndarray, dtype: str = "int8") -> tuple[float, int]:
+        """Output (scale, zero point) fitted to the real values an op produces.
+
+        The range of the values is mapped onto the dtype's range (with a little room);
+        ``sat_hi``/``sat_lo`` shrink the scale 2x so outputs clip at the ends, and
+        ``zp_min``/``zp_max`` pin the zero point at the dtype's limits.
+        """
+        d = DTYPES[dtype]
+        real = np.asarray(real, dtype=np.float64)
+        lo, hi = (float(real.min()), float(real.max())) if real.size else (-1.0, 1.0)
+        full = max(hi - lo, 1e-6)
+        if self.variant == "zp_min":
+            # zero point at qmin: only reals >= 0 are representable
+            span = max(hi, 0.25 * full)
+            return f32(span / (d.qmax - d.qmin) * 1.05), d.qmin
+        if self.variant == "zp_max":
+            # zero point at qmax: only reals <= 0 are representable
+            span = max(-lo, 0.25 * full)
+            return f32(span / (d.qmax - d.qmin) * 1.05), d.qmax
+        lo, hi = min(lo, 0.0), max(hi, 0.0)
+        span = max(hi - lo, 1e-6)
+        s = span / (d.qmax - d.qmin) * self.rng.uniform(0.9, 1.3)
+        if self.variant in ("sat_hi", "sat_lo"):
+            s /= 2.0
+        s = f32(s)
+        z = int(np.clip(np.round(d.qmin - lo / s), d.qmin, d.qmax))
+        if self.variant in ("sat_hi", "sat_lo"):
+            z = int(np.clip(round((d.qmin + d.qmax) / 2), d.qmin, d.qmax))
+        return s, z
+
+
+def real_values(t: Tensor) -> np.ndarray:
+    """Dequantized values of a generated tensor (for fitting output parameters)."""
+    s, z = t.broadcast_qparams()
+    return (np.asarray(t.data, dtype=np.float64) - z) * s

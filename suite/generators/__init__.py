@@ -1,0 +1,1 @@
+"""Case generators, one module per operator family (registered with ``@generator``)."""

@@ -1,0 +1,305 @@
+"""The qconform pytest plugin: options, report header, collection, verdicts, summary.
+
+Loaded by the repository's ``conftest.py``. Every option lives in one group
+(``pytest --help``, section "qconform"). A run:
+
+1. ``pytest_configure`` resolves ``--target`` (unknown or unavailable -> one usage
+   error), prepares ``--report-dir`` and creates the session's :class:`suite.runner.Run`;
+2. ``pytest_generate_tests`` parametrizes ``test_case`` with (case, target) pairs,
+   ids ``<op>-<variant>-<index>:<target>`` (select with ``-k``);
+3. each test asks for its verdict (the first request of an (op, target) pair runs
+   the pair's pending cases as one batch) and passes, fails with the case id, the
+   first mismatching index, got vs want and a reproduction command, skips as
+   ``unsupported``, or errors (``error``/``crash``/``timeout``/``infra``);
+4. ``pytest_terminal_summary`` prints the per-op x target table and writes
+   ``summary.csv`` / ``summary.md`` next to ``results.jsonl``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from .errors import QconformError
+
+SUITE_DIR = Path(__file__).resolve().parent
+_KEY = "_qconform"
+
+
+class QcTargetError(Exception):
+    """A target's error/crash/timeout/infra verdict: reported by pytest as ERROR."""
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("qconform", "qconform conformance suite")
+    g.addoption("--target", action="append", default=[], metavar="NAME[,NAME]",
+                help="target(s) to test: ref, tflite, tflite-ref, ort, htp, or module:Class "
+                     "(repeatable or comma list; default: every available built-in target)")
+    g.addoption("--cases-per-op", type=int, default=None, metavar="N",
+                help="generated cases per operator (default 30)")
+    g.addoption("--seed", type=int, default=0, metavar="N", help="seed of case generation (default 0)")
+    g.addoption("--ops", action="append", default=[], metavar="OP[,OP]",
+                help="only these operators (faster than -k: others are not generated)")
+    g.addoption("--case-file", action="append", default=[], metavar="PATH",
+                help="run saved case files (files or folders) instead of generated cases")
+    g.addoption("--report-dir", default=None, metavar="DIR",
+                help="where results.jsonl and the summaries go (default reports/latest)")
+    g.addoption("--tolerance", default=None, metavar="FILE",
+                help="tolerance policy file (default suite/tolerances.toml)")
+    g.addoption("--scheme", default=None, metavar="NAME",
+                help="requantization scheme of the golden (default tflite-ref-double)")
+    g.addoption("--warmup", type=int, default=1, metavar="N", help="untimed invocations per case (default 1)")
+    g.addoption("--repeats", type=int, default=5, metavar="N", help="timed invocations per case (default 5)")
+    g.addoption("--batch-size", type=int, default=64, metavar="N",
+                help="cases handed to a target at once (default 64)")
+    g.addoption("--htp-performance-mode", default="burst", metavar="MODE",
+                help="QNN HTP performance mode (default burst)")
+
+
+# ----------------------------------------------------------------------------- configure
+
+def _is_conformance_run(config) -> bool:
+    """Whether this pytest invocation collects the conformance tests (suite/)."""
+    opts = config.option
+    if opts.target or opts.case_file or opts.ops or opts.cases_per_op is not None:
+        return True
+    for a in config.args:
+        p = Path(str(a).split("::")[0]).resolve()
+        if p == SUITE_DIR or SUITE_DIR in p.parents or p in SUITE_DIR.parents:
+            return True
+    return False
+
+
+def _resolve_targets(config) -> tuple[list[str], list[tuple[str, str]]]:
+    from targets import DEFAULT_TARGETS, get_target, parse_target_list
+    requested = parse_target_list(config.option.target)
+    explicit = bool(requested)
+    names = requested or list(DEFAULT_TARGETS)
+    chosen, skipped = [], []
+    for n in names:
+        t = get_target(n)  # QconformError on unknown names
+        ok, why = t.availability()
+        if ok:
+            chosen.append(n)
+        elif explicit:
+            raise QconformError(f"target '{n}' is not available on this machine: {why}",
+                                field="--target", rule="requested targets must be available "
+                                "(see `qconform targets`)")
+        else:
+            skipped.append((n, why))
+    return chosen, skipped
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "qconform: a conformance case of the qconform suite")
+    if not _is_conformance_run(config):
+        return
+    try:
+        _configure(config)
+    except QconformError as e:
+        raise pytest.UsageError(str(e)) from None
+
+
+def _configure(config):
+    from .runner import DEFAULT_REPORT_DIR, Run, RunConfig
+    from .generate import DEFAULT_CASES_PER_OP
+    o = config.option
+    for name in ("cases_per_op", "repeats", "batch_size"):
+        v = getattr(o, name)
+        if v is not None and v < 1:
+            raise QconformError(f"must be >= 1 (got {v})", field="--" + name.replace("_", "-"))
+    if o.warmup < 0:
+        raise QconformError(f"must be >= 0 (got {o.warmup})", field="--warmup")
+    if o.scheme is not None:
+        from reference import SCHEMES
+        if o.scheme not in SCHEMES:
+            raise QconformError(f"unknown scheme '{o.scheme}' (known: {', '.join(SCHEMES)})",
+                                field="--scheme")
+    ops = [x.strip() for v in o.ops for x in v.split(",") if x.strip()]
+    if ops:
+        from .spec import known_ops
+        bad = [x for x in ops if x not in known_ops()]
+        if bad:
+            raise QconformError(f"unknown operator(s) {', '.join(bad)}", field="--ops",
+                                rule="operators of the spec tables")
+    workerinput = getattr(config, "workerinput", None)
+    chosen, skipped = _resolve_targets(config)
+    run_id = (workerinput or {}).get("qconform_run_id") or _dt.datetime.now().strftime("%Y%m%dT%H%M%S%f")
+    rc = RunConfig(
+        targets=chosen, seed=o.seed, cases_per_op=o.cases_per_op or DEFAULT_CASES_PER_OP,
+        report_dir=o.report_dir or DEFAULT_REPORT_DIR, tolerance_file=o.tolerance, scheme=o.scheme,
+        warmup=o.warmup, repeats=o.repeats, batch_size=o.batch_size, case_files=list(o.case_file),
+        ops=ops or None, target_options={"htp": {"htp_performance_mode": o.htp_performance_mode}},
+        run_id=run_id, worker=(workerinput or {}).get("workerid"))
+    run = Run(rc)
+    state = {"run": run, "skipped": skipped, "controller": workerinput is None, "cases": None}
+    setattr(config, _KEY, state)
+    if workerinput is None:
+        _prepare_report_dir(Path(rc.report_dir))
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(_XdistHooks(run_id), "qconform-xdist")
+
+
+def _prepare_report_dir(d: Path) -> None:
+    """Start a fresh report: the previous results of this directory are replaced."""
+    d.mkdir(parents=True, exist_ok=True)
+    for name in ("results.jsonl", "summary.csv", "summary.md"):
+        p = d / name
+        if p.exists():
+            p.unlink()
+    fail_dir = d / "failures"
+    if fail_dir.exists():
+        import shutil
+        shutil.rmtree(fail_dir, ignore_errors=True)
+
+
+class _XdistHooks:
+    def __init__(self, run_id: str):
+        self.run_id = run_id
+
+    def pytest_configure_node(self, node):
+        node.workerinput["qconform_run_id"] = self.run_id
+
+
+def _state(config):
+    return getattr(config, _KEY, None)
+
+
+def pytest_report_header(config):
+    st = _state(config)
+    if st is None:
+        return None
+    run = st["run"]
+    lines = [f"qconform {__import__('suite').__version__}: seed={run.config.seed} "
+             f"cases-per-op={run.config.cases_per_op} report-dir={run.config.report_dir}"]
+    for name in run.config.targets:
+        v = run.versions(name)
+        ver = ", ".join(f"{k} {val}" for k, val in v.items())
+        lines.append(f"  target {name}: {ver}")
+    for name, why in st["skipped"]:
+        lines.append(f"  target {name}: unavailable ({why})")
+    if not run.config.targets:
+        lines.append("  no target is available: see `qconform targets`")
+    return lines
+
+
+# ----------------------------------------------------------------------------- collection
+
+def _cases(config):
+    st = _state(config)
+    if st["cases"] is None:
+        run = st["run"]
+        rc = run.config
+        try:
+            if rc.case_files:
+                from .runner import load_case_files
+                cases = load_case_files(rc.case_files)
+                if rc.ops:
+                    cases = [c for c in cases if c.op in rc.ops]
+            else:
+                from .generate import generate, generator_ops
+                ops = rc.ops or generator_ops()
+                ops = [op for op in ops if op in generator_ops()]
+                cases = generate(ops, rc.cases_per_op, rc.seed)
+        except QconformError as e:
+            raise pytest.UsageError(str(e)) from None
+        st["cases"] = cases
+    return st["cases"]
+
+
+def pytest_generate_tests(metafunc):
+    if "qc_pair" not in metafunc.fixturenames:
+        return
+    st = _state(metafunc.config)
+    if st is None:
+        metafunc.parametrize("qc_pair", [pytest.param(None, marks=pytest.mark.skip(
+            reason="not a conformance run"))], ids=["none"])
+        return
+    cases = _cases(metafunc.config)
+    targets = st["run"].config.targets
+    params, ids = [], []
+    by_op: dict[str, list] = {}
+    for c in cases:
+        by_op.setdefault(c.op, []).append(c)
+    for op, cs in by_op.items():
+        for t in targets:
+            for c in cs:
+                params.append((c, t))
+                ids.append(f"{c.id}:{t}")
+    metafunc.parametrize("qc_pair", params, ids=ids)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    st = _state(config)
+    if st is None:
+        return
+    pairs = []
+    for item in items:
+        cs = getattr(item, "callspec", None)
+        if cs is not None and cs.params.get("qc_pair"):
+            pairs.append(cs.params["qc_pair"])
+    st["run"].plan(pairs)
+
+
+def pytest_xdist_auto_num_workers(config):
+    return None
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+@pytest.fixture
+def qc_verdict(request, qc_pair):
+    """The verdict of this (case, target) pair; target errors surface as pytest ERROR."""
+    st = _state(request.config)
+    case, target = qc_pair
+    v = st["run"].verdict(case, target)
+    if v.status in ("error", "crash", "timeout", "infra"):
+        raise QcTargetError(v.message())
+    return v
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if call.excinfo is not None and call.excinfo.errisinstance(QcTargetError):
+        rep.longrepr = str(call.excinfo.value)
+
+
+# ----------------------------------------------------------------------------- summary
+
+def _current_rows(run):
+    from reports.results import read_rows
+    return [r for r in read_rows(run.report_dir) if r.get("run_id") == run.run_id]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    st = _state(session.config)
+    if st is None:
+        return
+    run = st["run"]
+    run.close()
+    if not st["controller"]:
+        return
+    rows = _current_rows(run)
+    if not rows:
+        return
+    from reports.summary import write_summaries
+    st["summary"] = write_summaries(run.report_dir, rows)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    st = _state(config)
+    if st is None or not st["controller"] or st.get("summary") is None:
+        return
+    from reports.summary import to_text
+    tr = terminalreporter
+    tr.write_sep("=", "qconform: per-op x target summary")
+    tr.write_line(to_text(st["summary"]))
+    tr.write_line(f"results: {st['run'].report_dir / 'results.jsonl'}  summary: "
+                  f"{st['run'].report_dir / 'summary.md'}")

@@ -1,0 +1,287 @@
+"""One conformance run: targets, golden cache, batched execution, verdicts, results.
+
+The pytest plugin creates one :class:`Run` per session (per xdist worker). Each
+test asks ``run.verdict(case, target)``; the first request for an (op, target)
+pair executes every pending case of that pair as one batch, so a target can
+amortize model and session building, while each case keeps its own verdict.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import shlex
+import time
+from collections import OrderedDict, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .case import Case, save_case
+from .compare import Comparison, compare
+from .errors import QconformError
+from .tolerance import Policy, Tolerance, load_policy
+
+DEFAULT_REPORT_DIR = "reports/latest"
+DEFAULT_BATCH = 64
+
+
+@dataclass
+class RunConfig:
+    targets: list[str]
+    seed: int = 0
+    cases_per_op: int = 30
+    report_dir: str = DEFAULT_REPORT_DIR
+    tolerance_file: str | None = None
+    scheme: str | None = None
+    warmup: int = 1
+    repeats: int = 5
+    batch_size: int = DEFAULT_BATCH
+    case_files: list[str] = field(default_factory=list)
+    ops: list[str] | None = None
+    target_options: dict[str, Any] = field(default_factory=dict)
+    run_id: str = ""
+    truncate: bool = True
+    worker: str | None = None
+
+
+@dataclass
+class Verdict:
+    status: str                      # pass / fail / unsupported / error / crash / timeout / infra
+    case: Case
+    target: str
+    comparison: Comparison | None = None
+    tolerance: Tolerance | None = None
+    reason: str = ""
+    row: dict[str, Any] = field(default_factory=dict)
+
+    def message(self) -> str:
+        c, cmp = self.case, self.comparison
+        head = f"{c.id} on {self.target}"
+        if self.status == "fail" and cmp is not None:
+            if cmp.garbage:
+                text = f"{head}: bad output: {cmp.garbage}"
+            else:
+                err = (cmp.first_got - cmp.first_want) if isinstance(cmp.first_got, (int, float)) else None
+                text = (f"{head}: {cmp.mismatches}/{cmp.elements} elements off "
+                        f"(max |err| {cmp.max_abs_lsb:g} LSB, allowed {self.tolerance.describe()}); "
+                        f"first mismatch output {cmp.first_output} index {list(cmp.first_index)}: "
+                        f"got {cmp.first_got}, want {cmp.first_want}"
+                        + (f" ({err:+g} LSB)" if err is not None else ""))
+        else:
+            text = f"{head}: {self.status}: {self.reason}"
+        repro = self.row.get("repro")
+        if repro:
+            text += f"\nreproduce: {repro}"
+        return text
+
+
+class Run:
+    def __init__(self, config: RunConfig, targets: dict | None = None):
+        from targets import get_target
+        self.config = config
+        self.policy: Policy = load_policy(config.tolerance_file)
+        self.timing = None
+        from targets.base import Timing
+        self.timing = Timing(warmup=config.warmup, repeats=config.repeats)
+        self.targets = targets if targets is not None else {}
+        for name in config.targets:
+            if name not in self.targets:
+                self.targets[name] = get_target(name, **config.target_options.get(name, {}))
+        self._versions: dict[str, dict[str, str]] = {}
+        self._golden: dict[tuple[str, str], list[np.ndarray]] = {}
+        self._pending: dict[tuple[str, str], OrderedDict[str, Case]] = defaultdict(OrderedDict)
+        self._outcomes: dict[tuple[str, str], Any] = {}
+        self._writer = None
+        self.report_dir = Path(config.report_dir)
+        self.run_id = config.run_id or _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
+        self.stats = defaultdict(float)   # wall-time accounting (target invoke vs harness)
+
+    # ---- set-up
+    def versions(self, target: str) -> dict[str, str]:
+        if target not in self._versions:
+            try:
+                self._versions[target] = dict(self.targets[target].versions())
+            except Exception as e:
+                self._versions[target] = {"error": f"{type(e).__name__}: {e}"}
+        return self._versions[target]
+
+    def plan(self, pairs: list[tuple[Case, str]]) -> None:
+        """Register the (case, target) pairs this session will ask for, in order."""
+        for case, t in pairs:
+            self._pending[(t, case.op)][case.id] = case
+
+    @property
+    def writer(self):
+        if self._writer is None:
+            from reports.results import ResultWriter
+            self._writer = ResultWriter(self.report_dir, truncate=False)
+        return self._writer
+
+    # ---- golden
+    def golden(self, case: Case) -> list[np.ndarray]:
+        from reference import golden
+        key = (case.digest(), self.config.scheme or "")
+        if key not in self._golden:
+            self._golden[key] = golden(case, self.config.scheme)
+        return self._golden[key]
+
+    # ---- execution
+    def outcome(self, case: Case, target: str):
+        key = (target, case.id)
+        if key not in self._outcomes:
+            pend = self._pending[(target, case.op)]
+            batch = [case] + [c for cid, c in pend.items() if cid != case.id and (target, cid) not in self._outcomes]
+            batch = batch[: max(1, self.config.batch_size)]
+            for c in batch:
+                pend.pop(c.id, None)
+            for c, o in zip(batch, self.execute(target, batch)):
+                self._outcomes[(target, c.id)] = o
+        return self._outcomes.pop(key)
+
+    def execute(self, target: str, cases: list[Case]):
+        """Run a batch on a target; a batch that fails as a whole falls back to one at a time."""
+        from targets.base import Outcome
+        t = self.targets[target]
+        t0 = time.perf_counter()
+        try:
+            outs = t.run(cases, self.timing)
+            if len(outs) != len(cases):
+                raise RuntimeError(f"target returned {len(outs)} outcomes for {len(cases)} cases")
+        except Exception:
+            outs = []
+            for c in cases:
+                try:
+                    outs.extend(t.run([c], self.timing))
+                except Exception as e:
+                    outs.append(Outcome.error(f"{type(e).__name__}: {e}"))
+        self.stats["target_wall_s"] += time.perf_counter() - t0
+        for o in outs:
+            self.stats["invoke_s"] += sum(o.latency_us) / 1e6 if o.latency_us else 0.0
+        return outs
+
+    # ---- verdicts
+    def verdict(self, case: Case, target: str) -> Verdict:
+        from targets.base import latency_stats
+        t_start = time.perf_counter()
+        o = self.outcome(case, target)
+        v = Verdict(o.status, case, target, reason=o.reason)
+        cmp = None
+        if o.status == "ok":
+            try:
+                want = self.golden(case)
+            except Exception as e:
+                v.status, v.reason = "error", f"golden failed: {type(e).__name__}: {e}"
+            else:
+                cmp = compare(want, o.outputs, case.outputs)
+                dtype = case.outputs[0].dtype
+                tol = self.policy.lookup(case.op, target, dtype, self.versions(target))
+                v.comparison, v.tolerance = cmp, tol
+                if cmp.garbage:
+                    v.status, v.reason = "error", f"target returned garbage: {cmp.garbage}"
+                elif tol.passes(cmp.max_abs_lsb, 100.0 - cmp.exact_pct):
+                    v.status = "pass"
+                else:
+                    v.status = "fail"
+                    v.reason = f"max |err| {cmp.max_abs_lsb:g} LSB, {cmp.mismatches}/{cmp.elements} elements off"
+                if v.status == "fail":
+                    self._save_failure(case, target, want, o.outputs)
+        v.row = self._row(v, o, cmp, latency_stats(o.latency_us))
+        v.row["harness_s"] = round(time.perf_counter() - t_start, 6)
+        self.writer.append(v.row)
+        return v
+
+    def repro_command(self, case: Case, target: str, failure_file: Path | None = None) -> str:
+        t = shlex.quote(target)
+        if failure_file is not None:
+            return f"pytest --target={t} --case-file {shlex.quote(str(failure_file))} --report-dir /tmp/qconform-repro"
+        if case.source:
+            return f"pytest --target={t} --case-file {shlex.quote(case.source)}"
+        return (f"pytest --target={t} --seed {self.config.seed} --cases-per-op {self.config.cases_per_op} "
+                f"--ops {case.op} -k {shlex.quote(f'{case.id}:{target}')}")
+
+    def failure_path(self, case: Case, target: str) -> Path:
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in target)
+        return self.report_dir / "failures" / safe / f"{case.id}.json"
+
+    def _save_failure(self, case: Case, target: str, want, got) -> None:
+        path = self.failure_path(case, target)
+        try:
+            d = case.to_dict()
+            d["want"] = [np.asarray(w).ravel().tolist() for w in want]
+            d["got"] = [np.asarray(g).ravel().tolist() for g in got]
+            d["target"] = target
+            import json
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(json.dumps(d, separators=(",", ":")) + "\n")
+            os.replace(tmp, path)
+        except OSError:
+            pass
+
+    def _row(self, v: Verdict, o, cmp: Comparison | None, lat: dict) -> dict[str, Any]:
+        c = v.case
+        failure_file = self.failure_path(c, v.target) if v.status == "fail" else None
+        row: dict[str, Any] = {
+            "run_id": self.run_id, "case_id": c.id, "op": c.op, "variant": c.variant, "index": c.index,
+            "spec": c.spec, "clause": c.clause, "target": v.target, "device": o.info.get("device"),
+            "status": v.status, "reason": v.reason, "case_digest": c.digest(),
+            "seed": self.config.seed if not c.source else None, "case_file": c.source,
+            "scheme": self.config.scheme or "tflite-ref-double",
+            "out_dtype": c.outputs[0].dtype if c.outputs else None,
+            "time": _dt.datetime.now().isoformat(timespec="seconds"),
+            "worker": self.config.worker,
+        }
+        if cmp is not None:
+            row.update({
+                "bit_exact": cmp.bit_exact, "elements": cmp.elements, "mismatches": cmp.mismatches,
+                "max_abs_lsb": cmp.max_abs_lsb, "mean_err_lsb": cmp.mean_err_lsb,
+                "sum_err_lsb": cmp.sum_err_lsb,
+                "first_output": cmp.first_output,
+                "first_index": list(cmp.first_index) if cmp.first_index is not None else None,
+                "got": cmp.first_got, "want": cmp.first_want,
+            })
+            if v.tolerance is not None:
+                row["tolerance_lsb"] = v.tolerance.max_abs_lsb
+                row["tolerance_rule"] = v.tolerance.rule.index if v.tolerance.rule else None
+        row.update({"p50_us": lat["p50_us"], "p90_us": lat["p90_us"], "min_us": lat["min_us"],
+                    "spread_us": lat["spread_us"], "latency_n": lat["n"]})
+        for k, val in o.info.items():
+            if k not in row and isinstance(val, (str, int, float, bool)):
+                row[k] = val
+        if v.status in ("fail", "error", "crash", "timeout", "infra"):
+            row["repro"] = self.repro_command(c, v.target, failure_file)
+            if failure_file is not None:
+                row["failure_file"] = str(failure_file)
+        return row
+
+    def close(self) -> None:
+        for t in self.targets.values():
+            try:
+                t.close()
+            except Exception:
+                pass
+        if self._writer is not None:
+            self._writer.close()
+
+
+def load_case_files(paths: list[str]) -> list[Case]:
+    """Load and spec-check case files; raises QconformError on the first bad one."""
+    from .case import expand_case_paths, load_case
+    from .spec import check_case
+    cases = []
+    seen: dict[str, str] = {}
+    for p in expand_case_paths(paths):
+        c = load_case(p)
+        problems = check_case(c)
+        if problems:
+            pr = problems[0]
+            raise QconformError(f"{pr.message} [{pr.clause}]", source=str(p), field=pr.field,
+                                rule="the case must follow its spec table")
+        if c.id in seen:
+            c.id = f"{c.id}~{Path(p).stem}"
+        seen[c.id] = str(p)
+        cases.append(c)
+    return cases

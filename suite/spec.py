@@ -1,0 +1,279 @@
+"""Spec tables: the quantization rules each operator must follow, as data.
+
+Tables live in ``suite/spec/*.toml`` (one file per specification). This module
+loads them, resolves each tensor's role defaults, and checks a case against its
+table, naming the clause that a violation breaks.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore
+
+from .dtypes import DTYPES
+
+SPEC_DIR = Path(__file__).parent / "spec"
+
+
+@dataclass(frozen=True)
+class TensorRule:
+    name: str
+    role: str
+    dtypes: tuple[str, ...]
+    range: tuple[int, int] | None
+    granularity: str | None       # "per-tensor" | "per-axis" | None (not quantized)
+    axis: int | None = None       # per-axis dimension
+    zero_point: int | None = None  # required zero point
+    bias_scale: str | None = None
+    quantized: bool = True
+    const: bool = False
+    optional: bool = False
+    variadic: bool = False
+    layout: str | None = None
+
+
+@dataclass(frozen=True)
+class OpRule:
+    table: str
+    op: str
+    source: str
+    inputs: tuple[TensorRule, ...]
+    outputs: tuple[TensorRule, ...]
+    attrs: tuple[str, ...] = ()
+    same_scale: bool = False
+    fixed_output: tuple[float, int] | None = None
+    fixed_output_text: str | None = None
+    note: str = ""
+
+    def clause(self, *parts: str) -> str:
+        return "/".join((self.table, self.op) + tuple(p for p in parts if p))
+
+    def input_rule(self, i: int) -> TensorRule | None:
+        if not self.inputs:
+            return None
+        if self.inputs[-1].variadic and i >= len(self.inputs) - 1:
+            return self.inputs[-1]
+        return self.inputs[i] if i < len(self.inputs) else None
+
+
+@dataclass
+class Violation:
+    clause: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message} [{self.clause}]"
+
+
+@dataclass
+class SpecTable:
+    name: str
+    title: str
+    ops: dict[str, OpRule] = field(default_factory=dict)
+
+
+def _tensor_rule(raw: dict[str, Any], roles: dict[str, dict[str, Any]]) -> TensorRule:
+    merged = dict(roles.get(raw.get("role", ""), {}))
+    merged.update(raw)
+    dts = merged.get("dtype", "int8")
+    dts = tuple(dts) if isinstance(dts, list) else (dts,)
+    quantized = merged.get("quantized", True)
+    rng = merged.get("range")
+    if rng is None and quantized and dts[0] in DTYPES and DTYPES[dts[0]].is_int:
+        rng = (DTYPES[dts[0]].qmin, DTYPES[dts[0]].qmax)
+    return TensorRule(
+        name=merged["name"], role=merged.get("role", ""), dtypes=dts,
+        range=tuple(rng) if rng is not None else None,
+        granularity=merged.get("granularity") if quantized else None,
+        axis=merged.get("axis"), zero_point=merged.get("zero_point"),
+        bias_scale=merged.get("bias_scale"), quantized=quantized,
+        const=merged.get("const", False), optional=merged.get("optional", False),
+        variadic=merged.get("variadic", False), layout=merged.get("layout"))
+
+
+def _load_table(path: Path) -> SpecTable:
+    with open(path, "rb") as f:
+        raw = tomllib.load(f)
+    meta = raw.get("table", {})
+    name = meta.get("name", path.stem)
+    roles = raw.get("roles", {})
+    table = SpecTable(name=name, title=meta.get("title", name))
+    for op, row in raw.get("ops", {}).items():
+        fo = row.get("fixed_output")
+        table.ops[op] = OpRule(
+            table=name, op=op, source=row.get("source", "spec"),
+            inputs=tuple(_tensor_rule(t, roles) for t in row.get("inputs", [])),
+            outputs=tuple(_tensor_rule(t, roles) for t in row.get("outputs", [])),
+            attrs=tuple(row.get("attrs", [])), same_scale=row.get("same_scale", False),
+            fixed_output=(fo["scale"], fo["zero_point"]) if fo else None,
+            fixed_output_text=fo.get("text") if fo else None, note=row.get("note", ""))
+    return table
+
+
+@functools.lru_cache(maxsize=None)
+def _all_tables() -> dict[str, SpecTable]:
+    tables = {}
+    for p in sorted(SPEC_DIR.glob("*.toml")):
+        t = _load_table(p)
+        tables[t.name] = t
+    return tables
+
+
+def tables() -> dict[str, SpecTable]:
+    return _all_tables()
+
+
+def table(name: str = "litert-int8") -> SpecTable:
+    return _all_tables()[name]
+
+
+def known_ops() -> set[str]:
+    ops: set[str] = set()
+    for t in _all_tables().values():
+        ops.update(t.ops)
+    return ops
+
+
+def rule(op: str, table_name: str = "litert-int8") -> OpRule:
+    t = table(table_name)
+    if op not in t.ops:
+        raise KeyError(f"operator {op} is not in spec table {table_name}")
+    return t.ops[op]
+
+
+def spec_ops(table_name: str = "litert-int8") -> list[str]:
+    """Operators of a table, in the table's order."""
+    return list(table(table_name).ops)
+
+
+def input_is_const(case, i: int) -> bool:
+    """Whether input ``i`` of a case is a model constant (weights, bias, params)."""
+    t = case.inputs[i]
+    if t.const is not None:
+        return t.const
+    try:
+        r = rule(case.op, case.spec).input_rule(i)
+    except KeyError:
+        return False
+    return bool(r and r.const)
+
+
+def _close(a: float, b: float, rel: float = 1e-6) -> bool:
+    return math.isclose(a, b, rel_tol=rel, abs_tol=0.0)
+
+
+def check_case(case) -> list[Violation]:
+    """Every way a case breaks its spec table (empty if it conforms)."""
+    out: list[Violation] = []
+    try:
+        r = rule(case.op, case.spec)
+    except KeyError as e:
+        return [Violation(f"{case.spec}", "op", str(e))]
+
+    def bad(clause_parts, fld, msg):
+        out.append(Violation(r.clause(*clause_parts), fld, msg))
+
+    n_required = sum(1 for t in r.inputs if not t.optional and not t.variadic)
+    if len(case.inputs) < n_required:
+        bad(("inputs",), "inputs", f"{case.op} takes at least {n_required} inputs, got {len(case.inputs)}")
+    if not r.inputs[-1].variadic if r.inputs else False:
+        if len(case.inputs) > len(r.inputs):
+            bad(("inputs",), "inputs", f"{case.op} takes at most {len(r.inputs)} inputs, got {len(case.inputs)}")
+    for i, t in enumerate(case.inputs):
+        tr = r.input_rule(i)
+        if tr is not None:
+            _check_tensor(case, t, tr, f"inputs[{i}]", bad)
+    for i, t in enumerate(case.outputs):
+        if i < len(r.outputs):
+            _check_tensor(case, t, r.outputs[i], f"outputs[{i}]", bad)
+
+    # bias scale = input scale x weight scale, zero point 0
+    for i, t in enumerate(case.inputs):
+        tr = r.input_rule(i)
+        if tr is None or not tr.bias_scale or not t.quantized:
+            continue
+        a_idx, w_idx = _bias_operands(tr.bias_scale)
+        if max(a_idx, w_idx) >= len(case.inputs):
+            continue
+        a, w = case.inputs[a_idx], case.inputs[w_idx]
+        if not (a.quantized and w.quantized):
+            continue
+        want = [a.scale[0] * ws for ws in w.scale]
+        got = t.scale
+        if len(got) == 1 and len(want) > 1:
+            bad((tr.name, "scale"), f"inputs[{i}].scale",
+                "per-axis weights need a per-axis bias (one scale per output channel)")
+        elif len(got) != len(want) and len(want) != 1:
+            bad((tr.name, "scale"), f"inputs[{i}].scale", f"has {len(got)} values, weights have {len(want)}")
+        else:
+            ws = want if len(want) == len(got) else want * len(got)
+            for c, (g, wv) in enumerate(zip(got, ws)):
+                if not _close(g, wv):
+                    bad((tr.name, "scale"), f"inputs[{i}].scale[{c}]",
+                        f"must equal {tr.bias_scale} = {wv:.9g} (got {g:.9g})")
+                    break
+
+    quantized_io = [(f"inputs[{i}]", t) for i, t in enumerate(case.inputs)
+                    if t.quantized and (r.input_rule(i) is not None and r.input_rule(i).role == "activation")]
+    quantized_io += [(f"outputs[{i}]", t) for i, t in enumerate(case.outputs) if t.quantized]
+    if r.same_scale and len(quantized_io) > 1:
+        ref_name, ref = quantized_io[-1]
+        for name, t in quantized_io[:-1]:
+            if not (_close(t.scale[0], ref.scale[0]) and t.zero_point[0] == ref.zero_point[0]):
+                bad(("same_scale",), name,
+                    f"(scale, zero_point) = ({t.scale[0]:.9g}, {t.zero_point[0]}) must equal the output's "
+                    f"({ref.scale[0]:.9g}, {ref.zero_point[0]}): inputs and outputs must all have the same scale/zero_point")
+    if r.fixed_output is not None and case.outputs and case.outputs[0].quantized:
+        o = case.outputs[0]
+        s, z = r.fixed_output
+        if not (_close(o.scale[0], s) and o.zero_point[0] == z):
+            bad(("fixed_output",), "outputs[0]",
+                f"(scale, zero_point) must be {r.fixed_output_text or (s, z)} (got ({o.scale[0]:.9g}, {o.zero_point[0]}))")
+    return out
+
+
+def _bias_operands(expr: str) -> tuple[int, int]:
+    # "input0_scale * input1_scale" -> (0, 1)
+    parts = [p.strip() for p in expr.split("*")]
+    idx = [int(p.replace("input", "").replace("_scale", "")) for p in parts]
+    return idx[0], idx[1]
+
+
+def _check_tensor(case, t, tr: TensorRule, where: str, bad) -> None:
+    if t.dtype not in tr.dtypes:
+        bad((tr.name, "dtype"), f"{where}.dtype", f"must be {' or '.join(tr.dtypes)} (got {t.dtype})")
+        return
+    if not tr.quantized or DTYPES[t.dtype].qmin is None:
+        if t.quantized and not tr.quantized:
+            bad((tr.name, "quantization"), f"{where}.scale", f"{tr.name} is not quantized: omit scale/zero_point")
+        return
+    if t.dtype == "float32":
+        return
+    if not t.quantized:
+        bad((tr.name, "quantization"), f"{where}.scale", f"{tr.name} must be quantized (give scale and zero_point)")
+        return
+    if tr.granularity == "per-tensor" and len(t.scale) != 1:
+        bad((tr.name, "granularity"), f"{where}.scale", f"{tr.name} is per-tensor: one scale, got {len(t.scale)}")
+    if tr.granularity == "per-axis" and len(t.scale) > 1 and tr.axis is not None:
+        if t.quantized_dimension != tr.axis:
+            bad((tr.name, "granularity"), f"{where}.quantized_dimension",
+                f"{tr.name} is per-axis along dimension {tr.axis} (got {t.quantized_dimension})")
+    if tr.zero_point is not None and any(z != tr.zero_point for z in t.zero_point):
+        bad((tr.name, "zero_point"), f"{where}.zero_point", f"{tr.name} zero point must be {tr.zero_point}")
+    if tr.range is not None:
+        lo, hi = tr.range
+        if any(not (lo <= z <= hi) for z in t.zero_point) and tr.zero_point is None and tr.role == "activation":
+            bad((tr.name, "zero_point"), f"{where}.zero_point", f"zero point must lie in [{lo}, {hi}]")
+        if t.data is not None and t.data.size:
+            dmin, dmax = int(t.data.min()), int(t.data.max())
+            if dmin < lo or dmax > hi:
+                bad((tr.name, "range"), f"{where}.data", f"{tr.name} values must lie in [{lo}, {hi}] (got [{dmin}, {dmax}])")

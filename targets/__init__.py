@@ -1,0 +1,93 @@
+"""Targets: one module per target behind :class:`targets.base.Target`, registered by name.
+
+``get_target("htp")`` returns an instance; ``--target=package.module:Class`` loads a
+user's own target class, and installed packages can register targets under the
+``qconform.targets`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from suite.errors import QconformError
+
+from .base import Outcome, Target, Timing, latency_stats  # noqa: F401
+
+#: name -> "module:Class"; imported only when used, so a missing runtime skips one target
+BUILTIN: dict[str, str] = {
+    "ref": "targets.ref:RefTarget",
+    "tflite": "targets.tflite:TfliteTarget",
+    "tflite-ref": "targets.tflite:TfliteRefTarget",
+    "ort": "targets.ort:OrtTarget",
+    "htp": "targets.htp:HtpTarget",
+}
+
+#: what `pytest` with no --target runs (each only if available)
+DEFAULT_TARGETS = ["ref", "tflite", "tflite-ref", "ort", "htp"]
+
+ENTRY_POINT_GROUP = "qconform.targets"
+
+
+def _entry_points() -> dict[str, Any]:
+    try:
+        from importlib.metadata import entry_points
+        return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    except Exception:
+        return {}
+
+
+def known_names() -> list[str]:
+    return list(BUILTIN) + [n for n in _entry_points() if n not in BUILTIN]
+
+
+def load_class(spec: str) -> type[Target]:
+    """Resolve a target name, an entry point, or ``module:Class`` to a Target class."""
+    if spec in BUILTIN:
+        path = BUILTIN[spec]
+    elif ":" in spec:
+        path = spec
+    else:
+        eps = _entry_points()
+        if spec in eps:
+            cls = eps[spec].load()
+            return _check_class(cls, spec)
+        raise QconformError(f"unknown target '{spec}' (known: {', '.join(known_names())}; "
+                            f"or module:Class for your own)", field="--target", rule="target name")
+    mod_name, _, cls_name = path.partition(":")
+    try:
+        mod = importlib.import_module(mod_name)
+    except ImportError as e:
+        raise QconformError(f"cannot import module '{mod_name}' for target '{spec}': {e}",
+                            field="--target", rule="module:Class must be importable") from None
+    cls = getattr(mod, cls_name, None)
+    if cls is None:
+        raise QconformError(f"module '{mod_name}' has no class '{cls_name}'", field="--target",
+                            rule="module:Class must name a class")
+    return _check_class(cls, spec)
+
+
+def _check_class(cls, spec) -> type[Target]:
+    if not (isinstance(cls, type) and issubclass(cls, Target)):
+        if not (isinstance(cls, type) and (hasattr(cls, "run_one") or hasattr(cls, "run"))):
+            raise QconformError(f"'{spec}' is not a target class (subclass targets.base.Target "
+                                f"and implement run_one)", field="--target", rule="target interface")
+    return cls
+
+
+def get_target(spec: str, **options: Any) -> Target:
+    cls = load_class(spec)
+    t = cls(**options)
+    if spec not in BUILTIN and ":" in spec and getattr(t, "name", "target") == "target":
+        t.name = spec
+    return t
+
+
+def parse_target_list(values: list[str] | None) -> list[str]:
+    out: list[str] = []
+    for v in values or []:
+        for part in v.split(","):
+            part = part.strip()
+            if part and part not in out:
+                out.append(part)
+    return out

@@ -1,0 +1,128 @@
+"""The target interface: what a runtime, device or kernel implements to be tested.
+
+A target is a class with a ``name``, registered in ``targets/__init__.py`` (or
+loaded as ``--target=module:Class``). The suite calls, in order:
+
+``availability()``  -> (ok, reason): can it run on this machine at all?
+``versions()``      -> {component: version} for the report header and run.json
+``unsupported(case)`` -> None, or the reason it cannot express this case
+``run(cases, timing)`` -> one :class:`Outcome` per case, in order
+
+Only ``run_one`` (or ``run``) must be written; the rest have defaults. A target
+imports its heavy runtime inside its methods, so a missing runtime makes only
+that target unavailable.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from suite.errors import Unsupported
+
+
+@dataclass
+class Timing:
+    """How latency is measured: warm-up invocations, then timed ones."""
+
+    warmup: int = 1
+    repeats: int = 5
+
+    def measure(self, invoke: Callable[[], Any]) -> tuple[Any, list[float]]:
+        """Run ``invoke`` warm-up + repeat times; returns the last result and µs per timed run."""
+        result = None
+        for _ in range(self.warmup):
+            result = invoke()
+        samples = []
+        for _ in range(max(1, self.repeats)):
+            t0 = time.perf_counter_ns()
+            result = invoke()
+            samples.append((time.perf_counter_ns() - t0) / 1000.0)
+        return result, samples
+
+
+@dataclass
+class Outcome:
+    """What a target returned for one case.
+
+    status: ``ok`` (outputs present), ``unsupported`` (cannot express the case),
+    ``error`` (raised, or returned garbage), ``crash`` / ``timeout`` (the worker died
+    or hung), ``infra`` (the device or transport failed, not the kernel).
+    """
+
+    status: str
+    outputs: list[np.ndarray] | None = None
+    latency_us: list[float] = field(default_factory=list)
+    reason: str = ""
+    info: dict[str, Any] = field(default_factory=dict)   # e.g. where each node ran
+
+    @classmethod
+    def ok(cls, outputs, latency_us=None, **info) -> "Outcome":
+        return cls("ok", [np.asarray(o) for o in outputs], list(latency_us or []), "", info)
+
+    @classmethod
+    def unsupported(cls, reason: str) -> "Outcome":
+        return cls("unsupported", reason=reason)
+
+    @classmethod
+    def error(cls, reason: str, status: str = "error") -> "Outcome":
+        return cls(status, reason=reason)
+
+
+class Target:
+    """Base class of every target. Override ``run_one`` (or ``run`` to batch)."""
+
+    name: str = "target"
+    description: str = ""
+    #: a short label of the arithmetic the target is expected to follow (documentation)
+    expected_scheme: str | None = None
+
+    def __init__(self, **options: Any):
+        self.options = options
+
+    # ---- discovery
+    def availability(self) -> tuple[bool, str]:
+        return True, "built in"
+
+    def versions(self) -> dict[str, str]:
+        return {}
+
+    # ---- per case
+    def unsupported(self, case) -> str | None:
+        """Cheap static check: the reason this target cannot express ``case``, or None."""
+        return None
+
+    def run_one(self, case, timing: Timing) -> Outcome:
+        raise NotImplementedError
+
+    def run(self, cases: Sequence, timing: Timing) -> list[Outcome]:
+        """Run a batch of cases. The default runs them one at a time through ``run_one``."""
+        return [self.safe_run_one(c, timing) for c in cases]
+
+    def safe_run_one(self, case, timing: Timing) -> Outcome:
+        why = self.unsupported(case)
+        if why:
+            return Outcome.unsupported(why)
+        try:
+            return self.run_one(case, timing)
+        except Unsupported as e:
+            return Outcome.unsupported(e.reason)
+        except Exception as e:  # a target raising is an error verdict, not a crash of the suite
+            return Outcome.error(f"{type(e).__name__}: {e}".strip()[:2000])
+
+    def close(self) -> None:
+        """Release sessions, connections, devices."""
+
+
+def latency_stats(samples: Sequence[float]) -> dict[str, float | None]:
+    if not samples:
+        return {"p50_us": None, "p90_us": None, "min_us": None, "spread_us": None, "n": 0}
+    xs = sorted(samples)
+    p90 = xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
+    spread = statistics.pstdev(xs) if len(xs) > 1 else 0.0
+    return {"p50_us": float(statistics.median(xs)), "p90_us": float(p90), "min_us": float(xs[0]),
+            "spread_us": float(spread), "n": len(xs)}

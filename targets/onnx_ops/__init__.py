@@ -1,0 +1,1 @@
+"""ONNX QDQ mappings, one module per operator family (registered with ``@onnx_op``)."""

@@ -1,0 +1,24 @@
+"""``ref``: the golden itself, as a target (a sanity check of the harness)."""
+
+from __future__ import annotations
+
+from .base import Outcome, Target, Timing
+
+
+class RefTarget(Target):
+    name = "ref"
+    description = "the suite's own NumPy golden (sanity target)"
+
+    def versions(self):
+        import numpy
+        return {"numpy": numpy.__version__}
+
+    def unsupported(self, case):
+        from reference import has_golden
+        return None if has_golden(case.op) else f"no golden for {case.op}"
+
+    def run_one(self, case, timing: Timing) -> Outcome:
+        from reference import golden
+        scheme = self.options.get("scheme")
+        outs, samples = Timing(warmup=0, repeats=1).measure(lambda: golden(case, scheme))
+        return Outcome.ok(outs, samples)
