@@ -182,6 +182,11 @@ def check_case(case) -> list[Violation]:
     def bad(clause_parts, fld, msg):
         out.append(Violation(r.clause(*clause_parts), fld, msg))
 
+    unknown = sorted(set(case.attrs) - set(r.attrs))
+    if unknown:
+        bad(("attrs",), "attrs", f"{case.op} has no option(s) {', '.join(unknown)} "
+            f"(its options: {', '.join(r.attrs) or 'none'})")
+
     n_required = sum(1 for t in r.inputs if not t.optional and not t.variadic)
     if len(case.inputs) < n_required:
         bad(("inputs",), "inputs", f"{case.op} takes at least {n_required} inputs, got {len(case.inputs)}")

@@ -1,0 +1,1 @@
+"""``qconform`` subcommands, one module each (``register(subparsers)``)."""

@@ -1,0 +1,90 @@
+"""``qconform golden CASE.json [CASE2.json ...] [-o OUT] [--scheme NAME]``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..errors import QconformError
+
+
+def register(sub):
+    p = sub.add_parser("golden", help="compute the golden output of case files",
+                       description="Write the golden outputs of case files: {\"outputs\": [{dtype, shape, data}]}. "
+                                   "With one case, -o names the output file (default: stdout); with several "
+                                   "(or a folder), -o names a directory that gets <stem>.golden.json per case.")
+    p.add_argument("cases", nargs="+", help="case files or folders of them")
+    p.add_argument("-o", "--output", help="output file (one case) or directory (several)")
+    p.add_argument("--scheme", default=None, help="requantization scheme (default tflite-ref-double)")
+    p.add_argument("--no-spec-check", action="store_true",
+                   help="compute even if a case breaks its spec table (default: refuse)")
+    p.set_defaults(func=run)
+
+
+def _golden_doc(case, scheme) -> dict:
+    from reference import golden
+    import numpy as np
+    outs = golden(case, scheme)
+    doc = {"format": "qconform-golden/1", "case_id": case.id, "scheme": scheme or "tflite-ref-double",
+           "outputs": []}
+    for o, spec in zip(outs, case.outputs):
+        arr = np.asarray(o)
+        data = arr.ravel().tolist()
+        doc["outputs"].append({"dtype": spec.dtype, "shape": list(spec.shape), "data": data})
+    return doc
+
+
+def run(args) -> int:
+    from ..case import expand_case_paths, load_case
+    from ..spec import check_case
+    from reference import SCHEMES, has_golden
+    from reference.schemes import get_scheme
+    if args.scheme is not None:
+        try:
+            get_scheme(args.scheme)
+        except KeyError:
+            raise QconformError(f"unknown scheme '{args.scheme}' (known: {', '.join(SCHEMES)})",
+                                field="--scheme") from None
+    paths = expand_case_paths(args.cases)
+    if not paths:
+        raise QconformError("no case files found", field="cases")
+    many = len(paths) > 1 or any(Path(c).is_dir() for c in args.cases)
+    # validate everything first, so a bad file leaves nothing half written
+    cases = []
+    for p in paths:
+        c = load_case(p)
+        if not has_golden(c.op):
+            raise QconformError(f"the golden has no implementation of {c.op} yet", source=str(p), field="op")
+        if not args.no_spec_check:
+            problems = check_case(c)
+            if problems:
+                pr = problems[0]
+                raise QconformError(f"{pr.message} [{pr.clause}]", source=str(p), field=pr.field,
+                                    rule="the case must follow its spec table (--no-spec-check to compute anyway)")
+        cases.append((p, c))
+    if many:
+        if not args.output:
+            raise QconformError("several cases need -o DIRECTORY", field="-o")
+        out_dir = Path(args.output)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for p, c in cases:
+            _write(out_dir / f"{Path(p).stem}.golden.json", _golden_doc(c, args.scheme))
+        print(f"wrote {len(cases)} golden file(s) to {out_dir}", file=sys.stderr)
+        return 0
+    p, c = cases[0]
+    doc = _golden_doc(c, args.scheme)
+    if args.output:
+        _write(Path(args.output), doc)
+    else:
+        json.dump(doc, sys.stdout, separators=(",", ":"))
+        sys.stdout.write("\n")
+    return 0
+
+
+def _write(path: Path, doc: dict) -> None:
+    import os
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
+    os.replace(tmp, path)
