@@ -46,6 +46,8 @@ def summarize(rows: Iterable[dict]):
         r["mean_err_lsb"] = round(float(gr["sum_err_lsb"].fillna(0).sum()) / elements, 5) if elements else None
         lat = g["p50_us"].dropna()
         r["p50_latency_us"] = round(float(lat.median()), 2) if len(lat) else None
+        if "finding" in g and g["finding"].notna().any():
+            r["findings"] = ",".join(sorted(set(g["finding"].dropna())))
         for extra in ("best_scheme", "best_scheme_exact_pct"):
             if extra in g and g[extra].notna().any():
                 r[extra] = g[extra].dropna().iloc[-1]

@@ -56,10 +56,13 @@ class Verdict:
     tolerance: Tolerance | None = None
     reason: str = ""
     row: dict[str, Any] = field(default_factory=dict)
+    finding: Any = None              # a known runtime/spec disagreement (suite/findings.toml)
 
     def message(self) -> str:
         c, cmp = self.case, self.comparison
         head = f"{c.id} on {self.target}"
+        if self.finding is not None:
+            head += f" [known finding {self.finding.id}: {self.finding.reason}]"
         if self.status == "fail" and cmp is not None:
             if cmp.garbage:
                 text = f"{head}: bad output: {cmp.garbage}"
@@ -187,6 +190,11 @@ class Run:
                     v.status = "fail"
                     v.reason = f"max |err| {cmp.max_abs_lsb:g} LSB, {cmp.mismatches}/{cmp.elements} elements off"
                 if v.status == "fail":
+                    from .findings import match
+                    f = match(case.op, target, case.variant)
+                    if f is not None:
+                        v.finding = f
+                        v.reason = f"known finding {f.id}: {f.reason}; {v.reason}"
                     self._save_failure(case, target, want, o.outputs)
         v.row = self._row(v, o, cmp, latency_stats(o.latency_us))
         v.row["harness_s"] = round(time.perf_counter() - t_start, 6)
@@ -251,6 +259,8 @@ class Run:
         for k, val in o.info.items():
             if k not in row and isinstance(val, (str, int, float, bool)):
                 row[k] = val
+        if v.finding is not None:
+            row["finding"] = v.finding.id
         if v.status in ("fail", "error", "crash", "timeout", "infra"):
             row["repro"] = self.repro_command(c, v.target, failure_file)
             if failure_file is not None:

@@ -1,0 +1,51 @@
+"""Known disagreements between runtimes and the spec (``suite/findings.toml``)."""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore
+
+FILE = Path(__file__).parent / "findings.toml"
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    op: tuple[str, ...]
+    target: tuple[str, ...]
+    reason: str
+    variant: tuple[str, ...] = ("*",)
+
+    def matches(self, op: str, target: str, variant: str) -> bool:
+        return (any(fnmatch.fnmatchcase(op, p) for p in self.op)
+                and any(fnmatch.fnmatchcase(target, p) for p in self.target)
+                and any(fnmatch.fnmatchcase(variant, p) for p in self.variant))
+
+
+def _tuple(v) -> tuple[str, ...]:
+    return tuple(v) if isinstance(v, list) else (v,)
+
+
+@functools.lru_cache(maxsize=None)
+def findings() -> tuple[Finding, ...]:
+    with open(FILE, "rb") as f:
+        raw = tomllib.load(f)
+    out = []
+    for r in raw.get("finding", []):
+        out.append(Finding(id=r["id"], op=_tuple(r.get("op", "*")), target=_tuple(r.get("target", "*")),
+                           reason=r["reason"], variant=_tuple(r.get("variant", "*"))))
+    return tuple(out)
+
+
+def match(op: str, target: str, variant: str = "*") -> Finding | None:
+    for f in findings():
+        if f.matches(op, target, variant):
+            return f
+    return None
