@@ -55,19 +55,30 @@ class OpGenerator:
 
 
 _GENERATORS: dict[str, OpGenerator] = {}
+_EXTRA: dict[str, list[OpGenerator]] = {}   # op -> extra generators (fixed variants, e.g. QNN dtypes)
+_VARIANT_OWNER: dict[tuple[str, str], OpGenerator] = {}
 _loaded = False
 
 
-def generator(op: str, variants: dict[str, int] | None = None, common: bool = True, clause: str = ""):
+def generator(op: str, variants: dict[str, int] | None = None, common: bool = True, clause: str = "",
+              extra: bool = False):
     """Register ``fn(g: Gen) -> Case`` as the generator of ``op``.
 
     ``variants`` adds op-specific edge variants (name -> number of cases); the
-    common edge variants are included unless ``common=False``.
+    common edge variants are included unless ``common=False``. With ``extra=True``
+    the generator adds its variants (fixed counts, no ``random``) to the op's main
+    generator, e.g. cases of another spec table such as QNN's uint8/uint16.
     """
     def deco(fn):
-        v = dict(COMMON_VARIANTS) if common else {}
+        v = dict(COMMON_VARIANTS) if common and not extra else {}
         v.update(variants or {})
-        _GENERATORS[op] = OpGenerator(op, fn, v, clause)
+        g = OpGenerator(op, fn, v, clause)
+        if extra:
+            _EXTRA.setdefault(op, []).append(g)
+        else:
+            _GENERATORS[op] = g
+        for name in v:
+            _VARIANT_OWNER[(op, name)] = g
         return fn
     return deco
 
@@ -84,7 +95,7 @@ def _load():
 
 def generator_ops() -> list[str]:
     _load()
-    return list(_GENERATORS)
+    return list(_GENERATORS) + [op for op in _EXTRA if op not in _GENERATORS]
 
 
 def get_generator(op: str) -> OpGenerator:
@@ -100,8 +111,17 @@ def stream(seed: int, *keys: str | int) -> np.random.Generator:
     return np.random.default_rng(words)
 
 
+def _plan(op: str, n: int) -> list[tuple[str, int]]:
+    """The main generator's plan for n cases, then every extra generator's fixed variants."""
+    out = _GENERATORS[op].plan(n) if op in _GENERATORS else []
+    for g in _EXTRA.get(op, []):
+        out += [(v, i) for v, k in g.variants.items() for i in range(k)]
+    return out
+
+
 def make_case(op: str, variant: str, index: int, seed: int = DEFAULT_SEED) -> Case:
-    gen = get_generator(op)
+    _load()
+    gen = _VARIANT_OWNER.get((op, variant)) or get_generator(op)
     g = Gen(op=op, variant=variant, index=index, seed=seed, rng=stream(seed, op, variant, index))
     case = gen.fn(g)
     case.op = op
@@ -120,10 +140,10 @@ def case_id(op: str, variant: str, index: int) -> str:
 def generate(ops: Iterable[str] | None = None, cases_per_op: int = DEFAULT_CASES_PER_OP,
              seed: int = DEFAULT_SEED) -> list[Case]:
     _load()
-    ops = list(ops) if ops is not None else list(_GENERATORS)
+    ops = list(ops) if ops is not None else generator_ops()
     cases: list[Case] = []
     for op in ops:
-        for variant, index in _GENERATORS[op].plan(cases_per_op):
+        for variant, index in _plan(op, cases_per_op):
             cases.append(make_case(op, variant, index, seed))
     return cases
 
@@ -131,8 +151,8 @@ def generate(ops: Iterable[str] | None = None, cases_per_op: int = DEFAULT_CASES
 def plan_ids(ops: Iterable[str] | None = None, cases_per_op: int = DEFAULT_CASES_PER_OP) -> list[tuple[str, str, int]]:
     """(op, variant, index) of the cases ``generate`` would make, without making them."""
     _load()
-    ops = list(ops) if ops is not None else list(_GENERATORS)
-    return [(op, v, i) for op in ops for v, i in _GENERATORS[op].plan(cases_per_op)]
+    ops = list(ops) if ops is not None else generator_ops()
+    return [(op, v, i) for op in ops for v, i in _plan(op, cases_per_op)]
 
 
 # --------------------------------------------------------------------------- helpers
