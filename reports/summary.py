@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .results import ERROR_STATUSES, FAIL, PASS, UNSUPPORTED, WAIVED, read_rows
+from .causes import summary_columns
 
 COLUMNS = ["op", "target", "cases", "passed", "failed", "unsupported", "errors", "bit_exact_pct",
            "max_abs_lsb", "mean_err_lsb", "p50_latency_us"]
@@ -48,9 +49,9 @@ def summarize(rows: Iterable[dict]):
         r["p50_latency_us"] = round(float(lat.median()), 2) if len(lat) else None
         if "finding" in g and g["finding"].notna().any():
             r["findings"] = ",".join(sorted(set(g["finding"].dropna())))
-        for extra in ("best_scheme", "best_scheme_exact_pct"):
-            if extra in g and g[extra].notna().any():
-                r[extra] = g[extra].dropna().iloc[-1]
+        # best_scheme (+ exact %) and mismatch-cause counts from the rows' scheme_exact / causes
+        prefer = g["scheme"].dropna().iloc[0] if "scheme" in g and g["scheme"].notna().any() else None
+        r.update(summary_columns([rows[i] for i in gr.index], prefer))
         out.append(r)
     res = pd.DataFrame(out)
     lead = keys + [c for c in COLUMNS if c not in keys]
@@ -72,7 +73,7 @@ def to_text(df, columns: list[str] | None = None) -> str:
     """A fixed-width table for the terminal."""
     if df is None or len(df) == 0:
         return "(no results)"
-    cols = columns or [c for c in df.columns if c in COLUMNS or c in ("device", "best_scheme")]
+    cols = columns or [c for c in df.columns if c in COLUMNS or c in ("device", "best_scheme", "best_scheme_exact_pct")]
     cells = [[c for c in cols]] + [[_fmt(r[c]) for c in cols] for _, r in df.iterrows()]
     widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
     out = []

@@ -34,6 +34,7 @@ class Tensor:
     zero_point: list[int] | None = None
     quantized_dimension: int = 0
     const: bool | None = None   # None: as the spec table's role says
+    scale_shape: tuple[int, ...] | None = None  # blocked scale: its shape (scale/zero_point flat, row-major)
 
     @property
     def quantized(self) -> bool:
@@ -53,9 +54,16 @@ class Tensor:
     def zp_array(self) -> np.ndarray:
         return np.asarray(self.zero_point, dtype=np.int64)
 
-    def broadcast_qparams(self) -> tuple[np.ndarray, np.ndarray]:
-        """Scale and zero point shaped to broadcast against the data."""
+    def broadcast_qparams(self, block_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Scale and zero point shaped to broadcast against the data (blocked: needs block_size)."""
         s, z = self.scale_array(), self.zp_array()
+        if self.scale_shape is not None:
+            if not block_size:
+                raise ValueError("a blocked scale (scale_shape) needs the case's block_size to expand")
+            ax, d = self.quantized_dimension, self.shape[self.quantized_dimension]
+            idx = np.arange(d) // int(block_size)
+            return (s.reshape(self.scale_shape).take(idx, axis=ax),
+                    z.reshape(self.scale_shape).take(idx, axis=ax))
         if len(s) == 1:
             return s.reshape(()), z.reshape(())
         shape = [1] * len(self.shape)
@@ -71,6 +79,8 @@ class Tensor:
             d["scale"] = [float(s) for s in self.scale]
             d["zero_point"] = [int(z) for z in self.zero_point]
             d["quantized_dimension"] = int(self.quantized_dimension)
+            if self.scale_shape is not None:
+                d["scale_shape"] = [int(x) for x in self.scale_shape]
         if self.const is not None:
             d["const"] = bool(self.const)
         return d
@@ -80,7 +90,8 @@ class Tensor:
         return Tensor(self.dtype, tuple(self.shape), None,
                       None if self.scale is None else list(self.scale),
                       None if self.zero_point is None else list(self.zero_point),
-                      self.quantized_dimension, self.const)
+                      self.quantized_dimension, self.const,
+                      None if self.scale_shape is None else tuple(self.scale_shape))
 
 
 @dataclass
@@ -269,6 +280,9 @@ class _Validator:
         scale = t.get("scale")
         zp = t.get("zero_point")
         qdim = t.get("quantized_dimension", 0)
+        sshape = t.get("scale_shape")
+        if sshape is not None and scale is None:
+            self.fail(f"{where}.scale_shape", "is given without scale", "scale_shape with scale")
         if scale is None and zp is not None:
             self.fail(f"{where}.scale", "is missing while zero_point is given", "scale with zero_point")
         if scale is not None:
@@ -295,7 +309,9 @@ class _Validator:
                               "zero point within the dtype's range")
             if isinstance(qdim, bool) or not isinstance(qdim, int):
                 self.fail(f"{where}.quantized_dimension", "must be an integer", "integer dimension")
-            if len(scale) > 1:
+            if sshape is not None:
+                self._scale_shape(sshape, shape, qdim, len(scale), where)
+            elif len(scale) > 1:
                 if not (0 <= qdim < len(shape)):
                     self.fail(f"{where}.quantized_dimension",
                               f"{qdim} is not a dimension of shape {shape}", "0 <= dim < rank")
@@ -309,7 +325,31 @@ class _Validator:
         return Tensor(dt, tuple(shape), data,
                       None if scale is None else [float(s) for s in scale],
                       None if zp is None else [int(z) for z in zp],
-                      int(qdim) if scale is not None else 0, const)
+                      int(qdim) if scale is not None else 0, const,
+                      None if sshape is None else tuple(int(d) for d in sshape))
+
+    def _scale_shape(self, sshape, shape, qdim: int, n: int, where: str) -> None:
+        """A blocked scale: the input's shape with ceil(D/B) on quantized_dimension (docs/case-format.md)."""
+        f = f"{where}.scale_shape"
+        if (not isinstance(sshape, list)
+                or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in sshape)):
+            self.fail(f, "must be a list of positive integers", "scale_shape")
+        if len(sshape) != len(shape):
+            self.fail(f, f"has rank {len(sshape)}, the tensor has rank {len(shape)}",
+                      "a blocked scale has the tensor's rank")
+        if not (0 <= qdim < len(shape)):
+            self.fail(f"{where}.quantized_dimension", f"{qdim} is not a dimension of shape {shape}",
+                      "0 <= dim < rank")
+        if math.prod(sshape) != n:
+            self.fail(f"{where}.scale", f"has {n} values but scale_shape {sshape} holds {math.prod(sshape)}",
+                      "len(scale) == product(scale_shape)")
+        for i, (a, b) in enumerate(zip(sshape, shape)):
+            if i != qdim and a != b:
+                self.fail(f, f"dimension {i} is {a}, the tensor's is {b} (only quantized_dimension "
+                          f"{qdim} is blocked)", "scale_shape equals shape off the blocked axis")
+        if sshape[qdim] > shape[qdim]:
+            self.fail(f, f"has {sshape[qdim]} blocks on dimension {qdim} of size {shape[qdim]}",
+                      "blocks <= dimension size")
 
     def _data(self, raw: list, info, where: str) -> np.ndarray:
         if info.name == "float32":

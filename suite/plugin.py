@@ -58,14 +58,55 @@ def pytest_addoption(parser):
                 help="cases handed to a target at once (default 64)")
     g.addoption("--htp-performance-mode", default="burst", metavar="MODE",
                 help="QNN HTP performance mode (default burst)")
+    g.addoption("--device", action="append", default=[], metavar="KIND:ADDR[,...]",
+                help="run the targets on device(s): ssh:user@host, adb:SERIAL, local[:DIR], with "
+                     "?python=...&root=... settings (repeatable or comma list; several devices: one "
+                     "pytest-xdist worker each; see docs/devices.md)")
+    g.addoption("--device-dist", default="each", choices=["each", "shard"],
+                help="several devices: 'each' runs every case on every device (default), 'shard' "
+                     "spreads (op, target) groups over them")
+    g.addoption("--netrun-profile", default=None, metavar="FILE",
+                help="device profile (TOML) of the netrun target (qnn-net-run style tools)")
+    g.addoption("--certify", action="store_true", default=False,
+                help="write certificate.md/.json: a verdict per op and target (see docs/reports.md)")
+    g.addoption("--waivers", action="append", default=[], metavar="FILE",
+                help="waiver file (qconform-waivers/1) turning known failures into 'waived' (repeatable)")
+    g.addoption("--isolation", default="process", choices=["process", "none"],
+                help="'process' (default): native targets run in worker processes, so a crash or hang "
+                     "is that case's crash/timeout verdict; 'none': everything in this process")
+    g.addoption("--timeout", type=float, default=60.0, metavar="SECONDS",
+                help="per-case time limit of an isolated target (default 60; scaled for batches)")
+    g.addoption("--resume", default=None, metavar="RUN_DIR",
+                help="continue an interrupted run: skip the (case, target) pairs RUN_DIR/results.jsonl "
+                     "records, append the rest, rebuild the summaries (see docs/reliability.md)")
 
 
 # ----------------------------------------------------------------------------- configure
 
+_OWN_OPTIONS = ("--target", "--case-file", "--ops", "--cases-per-op", "--seed", "--report-dir",
+                "--tolerance", "--scheme", "--certify", "--device", "--resume", "--waivers")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    """``pytest --target=X`` with no test path runs the conformance tests from any folder.
+
+    (An installed plugin sees the command line before collection; without this, pytest
+    would collect the current folder, and an existing folder given as an option value
+    outside the project could even become pytest's rootdir.)
+    """
+    ns = early_config.known_args_namespace
+    if getattr(ns, "file_or_dir", None):
+        return
+    if any(a == o or a.startswith(o + "=") for a in args for o in _OWN_OPTIONS):
+        args.append(str(SUITE_DIR / "test_conformance.py"))
+
 def _is_conformance_run(config) -> bool:
     """Whether this pytest invocation collects the conformance tests (suite/)."""
     opts = config.option
-    if opts.target or opts.case_file or opts.ops or opts.cases_per_op is not None:
+    if opts.target or opts.case_file or opts.ops or opts.cases_per_op is not None or opts.device:
+        return True
+    if getattr(opts, "resume", None):
         return True
     for a in config.args:
         p = Path(str(a).split("::")[0]).resolve()
@@ -77,6 +118,10 @@ def _is_conformance_run(config) -> bool:
 def _resolve_targets(config) -> tuple[list[str], list[tuple[str, str]]]:
     from targets import DEFAULT_TARGETS, get_target, parse_target_list
     requested = parse_target_list(config.option.target)
+    if config.option.device:   # device targets are checked where they are bound (targets/remote.py)
+        if not requested:
+            raise QconformError("--device needs --target (e.g. --target=htp)", field="--device")
+        return requested, []
     explicit = bool(requested)
     names = requested or list(DEFAULT_TARGETS)
     chosen, skipped = [], []
@@ -108,6 +153,14 @@ def _configure(config):
     from .runner import DEFAULT_REPORT_DIR, Run, RunConfig
     from .generate import DEFAULT_CASES_PER_OP
     o = config.option
+    resume = None
+    if o.resume:   # options not on the command line come from RUN_DIR/run.json (suite/resume.py)
+        from .resume import fill_options, open_run
+        resume = open_run(o.resume, o.report_dir)
+        fill_options(resume, o, [str(a) for a in config.invocation_params.args])
+        o.report_dir = o.resume
+    if not (o.timeout > 0):
+        raise QconformError(f"must be > 0 seconds (got {o.timeout})", field="--timeout")
     for name in ("cases_per_op", "repeats", "batch_size"):
         v = getattr(o, name)
         if v is not None and v < 1:
@@ -128,26 +181,59 @@ def _configure(config):
                                 rule="operators of the spec tables")
     workerinput = getattr(config, "workerinput", None)
     chosen, skipped = _resolve_targets(config)
-    run_id = (workerinput or {}).get("qconform_run_id") or _dt.datetime.now().strftime("%Y%m%dT%H%M%S%f")
+    run_id = ((workerinput or {}).get("qconform_run_id") or (resume.run_id if resume else None)
+              or _dt.datetime.now().strftime("%Y%m%dT%H%M%S%f"))
     rc = RunConfig(
         targets=chosen, seed=o.seed, cases_per_op=o.cases_per_op or DEFAULT_CASES_PER_OP,
         report_dir=o.report_dir or DEFAULT_REPORT_DIR, tolerance_file=o.tolerance, scheme=o.scheme,
         warmup=o.warmup, repeats=o.repeats, batch_size=o.batch_size, case_files=list(o.case_file),
-        ops=ops or None, target_options={"htp": {"htp_performance_mode": o.htp_performance_mode}},
-        run_id=run_id, worker=(workerinput or {}).get("workerid"))
-    run = Run(rc)
-    state = {"run": run, "skipped": skipped, "controller": workerinput is None, "cases": None}
+        ops=ops or None, target_options={"htp": {"htp_performance_mode": o.htp_performance_mode},
+                                         "netrun": {"profile": o.netrun_profile}},
+        run_id=run_id, worker=(workerinput or {}).get("workerid"),
+        waivers=list(o.waivers), certify=o.certify, isolation=o.isolation, timeout=o.timeout)
+    if resume is not None:
+        from .resume import check_config
+        check_config(resume, rc)
+    dev_targets = None
+    if o.device:   # bind the targets to this process's device (worker gw<k>: device k)
+        from targets.remote import device_for_process, device_targets
+        from targets.transport import parse_device_list
+        devices = parse_device_list(o.device)
+        dev_targets = device_targets(chosen, device_for_process(devices, workerinput), devices,
+                                     rc.target_options)
+    run = Run(rc, targets=dev_targets)
+    preloaded = None
+    if rc.case_files:   # read (and check) case files now: a bad one is one usage error, no traceback
+        from .runner import load_case_files
+        preloaded = load_case_files(rc.case_files)
+        if rc.ops:
+            preloaded = [c for c in preloaded if c.op in rc.ops]
+    state = {"run": run, "skipped": skipped, "controller": workerinput is None, "cases": preloaded}
     setattr(config, _KEY, state)
+    if resume is not None:   # recorded pairs: from the bytes present when the controller started
+        from .resume import recorded, repair_tail
+        resume.offset = (repair_tail(Path(rc.report_dir)) if workerinput is None
+                         else int(workerinput.get("qconform_resume_offset", 0)))
+        resume.done = recorded(Path(rc.report_dir), run_id, resume.offset)
+        state["resume"] = resume
+        state["resume_need"] = (len(devices) if o.device and o.device_dist == "each" else 1)
     if workerinput is None:
-        _prepare_report_dir(Path(rc.report_dir))
+        if resume is None:
+            _prepare_report_dir(Path(rc.report_dir))
+        from reports.runinfo import start_run
+        state["started"] = start_run(run, skipped, getattr(o, "numprocesses", None))["started"]
+        if resume is not None and resume.started:
+            state["started"] = resume.started
         if config.pluginmanager.hasplugin("xdist"):
-            config.pluginmanager.register(_XdistHooks(run_id), "qconform-xdist")
+            config.pluginmanager.register(_XdistHooks(run_id, resume.offset if resume else None),
+                                          "qconform-xdist")
 
 
 def _prepare_report_dir(d: Path) -> None:
     """Start a fresh report: the previous results of this directory are replaced."""
     d.mkdir(parents=True, exist_ok=True)
-    for name in ("results.jsonl", "summary.csv", "summary.md"):
+    for name in ("results.jsonl", "summary.csv", "summary.md", "run.json", "results.parquet", "index.html",
+                 "certificate.md", "certificate.json"):
         p = d / name
         if p.exists():
             p.unlink()
@@ -158,11 +244,17 @@ def _prepare_report_dir(d: Path) -> None:
 
 
 class _XdistHooks:
-    def __init__(self, run_id: str):
+    def __init__(self, run_id: str, resume_offset: int | None = None):
         self.run_id = run_id
+        self.resume_offset = resume_offset
 
     def pytest_configure_node(self, node):
         node.workerinput["qconform_run_id"] = self.run_id
+        if self.resume_offset is not None:
+            node.workerinput["qconform_resume_offset"] = self.resume_offset
+        gw = str(getattr(node.gateway, "id", ""))
+        if gw[2:].isdigit():   # worker gw<k> drives --device number k (targets/remote.py)
+            node.workerinput["qconform_device"] = int(gw[2:])
 
 
 def _state(config):
@@ -194,19 +286,10 @@ def _cases(config):
     if st["cases"] is None:
         run = st["run"]
         rc = run.config
-        try:
-            if rc.case_files:
-                from .runner import load_case_files
-                cases = load_case_files(rc.case_files)
-                if rc.ops:
-                    cases = [c for c in cases if c.op in rc.ops]
-            else:
-                from .generate import generate, generator_ops
-                ops = rc.ops or generator_ops()
-                ops = [op for op in ops if op in generator_ops()]
-                cases = generate(ops, rc.cases_per_op, rc.seed)
-        except QconformError as e:
-            raise pytest.UsageError(str(e)) from None
+        from .generate import generate, generator_ops
+        ops = rc.ops or generator_ops()
+        ops = [op for op in ops if op in generator_ops()]
+        cases = generate(ops, rc.cases_per_op, rc.seed)
         st["cases"] = cases
     return st["cases"]
 
@@ -228,7 +311,11 @@ def pytest_generate_tests(metafunc):
     for op, cs in by_op.items():
         for t in targets:
             for c in cs:
-                params.append((c, t))
+                if metafunc.config.getoption("dist", "no") == "loadgroup" and metafunc.config.option.device:
+                    # --device-dist=shard: an (op, target) group runs, batched, on one device
+                    params.append(pytest.param((c, t), marks=pytest.mark.xdist_group(f"{op}:{t}")))
+                else:
+                    params.append((c, t))
                 ids.append(f"{c.id}:{t}")
     metafunc.parametrize("qc_pair", params, ids=ids)
 
@@ -238,6 +325,18 @@ def pytest_collection_modifyitems(session, config, items):
     st = _state(config)
     if st is None:
         return
+    res = st.get("resume")
+    if res is not None:   # --resume: pairs already recorded are not run again
+        keep, drop = [], []
+        for item in items:
+            cs = getattr(item, "callspec", None)
+            pair = cs.params.get("qc_pair") if cs is not None else None
+            done = pair and res.done.get((pair[0].id, pair[1]), 0) >= st["resume_need"]
+            (drop if done else keep).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+        st["resume_skipped"] = len(drop)
     pairs = []
     for item in items:
         cs = getattr(item, "callspec", None)
@@ -247,7 +346,26 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` with several --device values: one worker per device."""
+    if getattr(config.option, "device", None):
+        from targets.transport import parse_device_list
+        try:
+            return len(parse_device_list(config.option.device)) or None
+        except QconformError:
+            return None
     return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config):
+    """Several --device values: one xdist worker per device (a wrapper: before xdist reads -n / --dist)."""
+    if getattr(config.option, "device", None):
+        from targets.remote import plan_workers
+        try:
+            plan_workers(config.option, config.pluginmanager.hasplugin("xdist"))
+        except QconformError as e:
+            raise pytest.UsageError(str(e)) from None
+    return (yield)
 
 
 # ----------------------------------------------------------------------------- verdicts
@@ -258,6 +376,10 @@ def qc_verdict(request, qc_pair):
     st = _state(request.config)
     case, target = qc_pair
     v = st["run"].verdict(case, target)
+    # JUnit XML (--junitxml) carries these as <property> of each testcase (works under xdist)
+    for k in ("status", "bit_exact", "max_abs_lsb", "mismatches", "elements", "p50_us", "repro"):
+        if v.row.get(k) is not None:
+            request.node.user_properties.append((f"qconform.{k}", v.row[k]))
     if v.status in ("error", "crash", "timeout", "infra"):
         raise QcTargetError(v.message())
     return v
@@ -287,6 +409,15 @@ def pytest_sessionfinish(session, exitstatus):
     if not st["controller"]:
         return
     rows = _current_rows(run)
+    if st.get("resume") is not None:   # the exit status of the whole run, recorded rows included
+        bad = any(r.get("status") in ("fail", "error", "crash", "timeout", "infra") for r in rows)
+        if bad and session.exitstatus in (0, 5):
+            session.exitstatus = exitstatus = 1
+        elif not bad and rows and session.exitstatus == 5:
+            session.exitstatus = exitstatus = 0
+    from reports.runinfo import finish_run   # run.json, results.parquet, index.html, certificate
+    st["artefacts"] = finish_run(run, rows, st["skipped"], int(exitstatus), st.get("started"),
+                                 getattr(session.config.option, "numprocesses", None))
     if not rows:
         return
     from reports.summary import write_summaries
@@ -300,6 +431,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     from reports.summary import to_text
     tr = terminalreporter
     tr.write_sep("=", "qconform: per-op x target summary")
+    if st.get("resume") is not None:
+        tr.write_line(f"resumed {st['resume'].dir}: {st.get('resume_skipped', 0)} result(s) were recorded "
+                      f"already, the rest ran now")
     tr.write_line(to_text(st["summary"]))
     tr.write_line(f"results: {st['run'].report_dir / 'results.jsonl'}  summary: "
                   f"{st['run'].report_dir / 'summary.md'}")
+    from reports.runinfo import terminal_lines
+    for line, markup in terminal_lines(st.get("artefacts")):
+        tr.write_line(line, **markup)

@@ -26,6 +26,7 @@ from .tolerance import Policy, Tolerance, load_policy
 
 DEFAULT_REPORT_DIR = "reports/latest"
 DEFAULT_BATCH = 64
+GOLDEN_CACHE_BYTES = 256 << 20   # goldens kept per worker (all schemes), least recently used go first
 
 
 @dataclass
@@ -45,6 +46,10 @@ class RunConfig:
     run_id: str = ""
     truncate: bool = True
     worker: str | None = None
+    waivers: list[str] = field(default_factory=list)   # waiver files (reports/waivers.py)
+    certify: bool = False
+    isolation: str = "process"   # "process": native targets run in worker processes (suite/isolation.py)
+    timeout: float = 60.0        # seconds per case in a worker (crash/hang -> crash/timeout verdicts)
 
 
 @dataclass
@@ -94,13 +99,17 @@ class Run:
             if name not in self.targets:
                 self.targets[name] = get_target(name, **config.target_options.get(name, {}))
         self._versions: dict[str, dict[str, str]] = {}
-        self._golden: dict[tuple[str, str], list[np.ndarray]] = {}
+        self._golden: OrderedDict[tuple[str, str], list[np.ndarray]] = OrderedDict()
+        self._golden_bytes = 0
+        from reports.waivers import load_waivers
+        self.waivers = load_waivers(config.waivers)
         self._pending: dict[tuple[str, str], OrderedDict[str, Case]] = defaultdict(OrderedDict)
-        self._outcomes: dict[tuple[str, str], Any] = {}
+        self._verdicts: dict[tuple[str, str], Any] = {}   # judged, not yet asked for (or the exception)
         self._writer = None
         self.report_dir = Path(config.report_dir)
         self.run_id = config.run_id or _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
         self.stats = defaultdict(float)   # wall-time accounting (target invoke vs harness)
+        self._isolators: dict[str, Any] = {}   # target name -> suite.isolation.Isolator (or None: in process)
 
     # ---- set-up
     def versions(self, target: str) -> dict[str, str]:
@@ -124,52 +133,108 @@ class Run:
         return self._writer
 
     # ---- golden
-    def golden(self, case: Case) -> list[np.ndarray]:
+    def golden(self, case: Case, scheme: str | None = None) -> list[np.ndarray]:
+        """The golden of ``case`` under ``scheme`` (default: the run's), cached per digest and scheme.
+
+        The cache keeps the most recently used goldens up to GOLDEN_CACHE_BYTES.
+        """
         from reference import golden
-        key = (case.digest(), self.config.scheme or "")
-        if key not in self._golden:
-            self._golden[key] = golden(case, self.config.scheme)
-        return self._golden[key]
+        from reference.schemes import DEFAULT_SCHEME
+        name = scheme or self.config.scheme or DEFAULT_SCHEME
+        key = (case.digest(), name)
+        hit = self._golden.get(key)
+        if hit is not None:
+            self._golden.move_to_end(key)
+            return hit
+        hit = golden(case, name)
+        self._golden[key] = hit
+        self._golden_bytes += sum(np.asarray(a).nbytes for a in hit)
+        while self._golden_bytes > GOLDEN_CACHE_BYTES and len(self._golden) > 1:
+            _, old = self._golden.popitem(last=False)
+            self._golden_bytes -= sum(np.asarray(a).nbytes for a in old)
+        return hit
 
     # ---- execution
-    def outcome(self, case: Case, target: str):
-        key = (target, case.id)
-        if key not in self._outcomes:
-            pend = self._pending[(target, case.op)]
-            batch = [case] + [c for cid, c in pend.items() if cid != case.id and (target, cid) not in self._outcomes]
-            batch = batch[: max(1, self.config.batch_size)]
-            for c in batch:
-                pend.pop(c.id, None)
-            for c, o in zip(batch, self.execute(target, batch)):
-                self._outcomes[(target, c.id)] = o
-        return self._outcomes.pop(key)
+    def _run_batch(self, case: Case, target: str) -> None:
+        """Run ``case`` with the pending cases of its (op, target) as one batch; judge each as it ends."""
+        pend = self._pending[(target, case.op)]
+        batch = [case] + [c for cid, c in pend.items() if cid != case.id and (target, cid) not in self._verdicts]
+        batch = batch[: max(1, self.config.batch_size)]
+        for c in batch:
+            pend.pop(c.id, None)
 
-    def execute(self, target: str, cases: list[Case]):
-        """Run a batch on a target; a batch that fails as a whole falls back to one at a time."""
+        def judged(i: int, o) -> None:
+            c = batch[i]
+            try:
+                self._verdicts[(target, c.id)] = self._judge(c, target, o)
+            except Exception as e:   # a harness bug: raised when this case's test asks
+                self._verdicts[(target, c.id)] = e
+        self.execute(target, batch, judged)
+
+    def execute(self, target: str, cases: list[Case], on_outcome=None):
+        """Run a batch on a target; a batch that fails as a whole falls back to one at a time.
+
+        Isolated targets run in a worker process (suite/isolation.py): a crash or hang is the
+        ``crash`` / ``timeout`` verdict of the case in flight. Anything but one Outcome per
+        case is an ``error`` (suite.isolation.check_outcomes). ``on_outcome(i, outcome)`` is
+        called once per case, as soon as its outcome exists (isolated targets stream them).
+        """
         from targets.base import Outcome
+        from .isolation import check_outcomes
         t = self.targets[target]
         t0 = time.perf_counter()
-        try:
-            outs = t.run(cases, self.timing)
-            if len(outs) != len(cases):
-                raise RuntimeError(f"target returned {len(outs)} outcomes for {len(cases)} cases")
-        except Exception:
-            outs = []
-            for c in cases:
-                try:
-                    outs.extend(t.run([c], self.timing))
-                except Exception as e:
-                    outs.append(Outcome.error(f"{type(e).__name__}: {e}"))
-        self.stats["target_wall_s"] += time.perf_counter() - t0
+        reported = [False] * len(cases)
+        judging = [0.0]
+
+        def emit(i: int, o) -> None:
+            if on_outcome is not None and not reported[i]:
+                reported[i] = True
+                t1 = time.perf_counter()
+                on_outcome(i, o)
+                judging[0] += time.perf_counter() - t1
+        iso = self._isolator(target)
+        if iso is not None:
+            outs = iso.run(cases, self.timing, on_outcome=emit)
+        else:
+            try:
+                outs = t.run(cases, self.timing)
+                if not isinstance(outs, (list, tuple)) or len(outs) != len(cases):
+                    raise RuntimeError("target returned a wrong number of outcomes")
+            except Exception:
+                outs = []
+                for c in cases:
+                    try:
+                        one = t.run([c], self.timing)
+                        outs.append(one[0] if isinstance(one, (list, tuple)) and len(one) == 1 else
+                                    Outcome.error(f"target returned {type(one).__name__} for one case, "
+                                                  f"not a list of one Outcome"))
+                    except Exception as e:
+                        outs.append(Outcome.error(f"{type(e).__name__}: {e}"))
+        outs = check_outcomes(outs, len(cases))
         for o in outs:
             self.stats["invoke_s"] += sum(o.latency_us) / 1e6 if o.latency_us else 0.0
+        for i, o in enumerate(outs):
+            emit(i, o)
+        self.stats["target_wall_s"] += time.perf_counter() - t0 - judging[0]
         return outs
 
     # ---- verdicts
     def verdict(self, case: Case, target: str) -> Verdict:
+        """The verdict of (case, target). The first request of a batch runs it; each case is
+        judged, and its row written, as soon as its outcome exists, so a run killed with
+        SIGKILL loses at most the case in flight (docs/reliability.md)."""
+        key = (target, case.id)
+        if key not in self._verdicts:
+            self._run_batch(case, target)
+        v = self._verdicts.pop(key)
+        if isinstance(v, Exception):
+            raise v
+        return v
+
+    def _judge(self, case: Case, target: str, o) -> Verdict:
+        """Compare one outcome with the golden, apply tolerance/findings/waivers, write its row."""
         from targets.base import latency_stats
         t_start = time.perf_counter()
-        o = self.outcome(case, target)
         v = Verdict(o.status, case, target, reason=o.reason)
         cmp = None
         if o.status == "ok":
@@ -197,16 +262,35 @@ class Run:
                         v.reason = f"known finding {f.id}: {f.reason}; {v.reason}"
                     self._save_failure(case, target, want, o.outputs)
         v.row = self._row(v, o, cmp, latency_stats(o.latency_us))
+        if cmp is not None and not cmp.garbage:
+            v.row.update(self._analyse(case, cmp, want))
+        if self.waivers:
+            self.waivers.apply(v, self.versions(target))   # a waived failure becomes "waived"
         v.row["harness_s"] = round(time.perf_counter() - t_start, 6)
         self.writer.append(v.row)
         return v
 
+    def _analyse(self, case: Case, cmp: Comparison, want) -> dict[str, Any]:
+        """Per-scheme exact counts and mismatch causes of one result (reports/causes.py)."""
+        from reference.schemes import DEFAULT_SCHEME
+        from reports.causes import analyse
+        t0 = time.perf_counter()
+        try:
+            out = analyse(case, cmp.errors, want, lambda s: self.golden(case, s),
+                          self.config.scheme or DEFAULT_SCHEME)
+        except Exception as e:   # recorded in the row, never silently dropped
+            out = {"analysis_error": f"{type(e).__name__}: {e}"}
+        out["analysis_s"] = round(time.perf_counter() - t0, 6)
+        self.stats["analysis_s"] += out["analysis_s"]
+        return out
+
     def repro_command(self, case: Case, target: str, failure_file: Path | None = None) -> str:
         t = shlex.quote(target)
         if failure_file is not None:
-            return f"pytest --target={t} --case-file {shlex.quote(str(failure_file))} --report-dir /tmp/qconform-repro"
+            return (f"pytest --target={t} --case-file={shlex.quote(str(failure_file))} "
+                    f"--report-dir=/tmp/qconform-repro")
         if case.source:
-            return f"pytest --target={t} --case-file {shlex.quote(case.source)}"
+            return f"pytest --target={t} --case-file={shlex.quote(case.source)}"
         return (f"pytest --target={t} --seed {self.config.seed} --cases-per-op {self.config.cases_per_op} "
                 f"--ops {case.op} -k {shlex.quote(f'{case.id}:{target}')}")
 
@@ -267,7 +351,22 @@ class Run:
                 row["failure_file"] = str(failure_file)
         return row
 
+    def _isolator(self, target: str):
+        """The worker-process runner of ``target``, or None when it runs in this process."""
+        if target not in self._isolators:
+            from .isolation import Isolator, spec_of, wants_isolation
+            t = self.targets[target]
+            use = (self.config.isolation == "process" and wants_isolation(t) and spec_of(t) is not None)
+            self._isolators[target] = Isolator(t, timeout=self.config.timeout) if use else None
+        return self._isolators[target]
+
     def close(self) -> None:
+        for iso in self._isolators.values():
+            if iso is not None:
+                for k, v in iso.stats.items():
+                    self.stats[f"isolation_{k}"] += v
+                iso.close()
+        self._isolators.clear()
         for t in self.targets.values():
             try:
                 t.close()

@@ -29,7 +29,7 @@ class TensorRule:
     role: str
     dtypes: tuple[str, ...]
     range: tuple[int, int] | None
-    granularity: str | None       # "per-tensor" | "per-axis" | None (not quantized)
+    granularity: str | tuple[str, ...] | None  # "per-tensor" | "per-axis" | "blocked" (or several) | None
     axis: int | None = None       # per-axis dimension
     zero_point: int | None = None  # required zero point
     bias_scale: str | None = None
@@ -38,6 +38,9 @@ class TensorRule:
     optional: bool = False
     variadic: bool = False
     layout: str | None = None
+    axis_attr: str | None = None      # the op option naming the quantized axis (ONNX "axis")
+    axis_default: int | None = None   # its default when the case omits it
+    block_attr: str | None = None     # the op option naming a blocked scale's block size
 
 
 @dataclass(frozen=True)
@@ -88,16 +91,19 @@ def _tensor_rule(raw: dict[str, Any], roles: dict[str, dict[str, Any]]) -> Tenso
     dts = tuple(dts) if isinstance(dts, list) else (dts,)
     quantized = merged.get("quantized", True)
     rng = merged.get("range")
-    if rng is None and quantized and dts[0] in DTYPES and DTYPES[dts[0]].is_int:
-        rng = (DTYPES[dts[0]].qmin, DTYPES[dts[0]].qmax)
+    if rng is None and quantized and len(dts) == 1 and dts[0] in DTYPES and DTYPES[dts[0]].is_int:
+        rng = (DTYPES[dts[0]].qmin, DTYPES[dts[0]].qmax)   # several dtypes: each its own range
+    gran = merged.get("granularity") if quantized else None
     return TensorRule(
         name=merged["name"], role=merged.get("role", ""), dtypes=dts,
         range=tuple(rng) if rng is not None else None,
-        granularity=merged.get("granularity") if quantized else None,
+        granularity=tuple(gran) if isinstance(gran, list) else gran,
         axis=merged.get("axis"), zero_point=merged.get("zero_point"),
         bias_scale=merged.get("bias_scale"), quantized=quantized,
         const=merged.get("const", False), optional=merged.get("optional", False),
-        variadic=merged.get("variadic", False), layout=merged.get("layout"))
+        variadic=merged.get("variadic", False), layout=merged.get("layout"),
+        axis_attr=merged.get("axis_attr"), axis_default=merged.get("axis_default"),
+        block_attr=merged.get("block_attr"))
 
 
 def _load_table(path: Path) -> SpecTable:
@@ -272,13 +278,58 @@ def _check_tensor(case, t, tr: TensorRule, where: str, bad) -> None:
         if t.quantized_dimension != tr.axis:
             bad((tr.name, "granularity"), f"{where}.quantized_dimension",
                 f"{tr.name} is per-axis along dimension {tr.axis} (got {t.quantized_dimension})")
+    _check_axis_blocks(case, t, tr, where, bad)
     if tr.zero_point is not None and any(z != tr.zero_point for z in t.zero_point):
         bad((tr.name, "zero_point"), f"{where}.zero_point", f"{tr.name} zero point must be {tr.zero_point}")
-    if tr.range is not None:
-        lo, hi = tr.range
+    rng = tr.range if tr.range is not None else (DTYPES[t.dtype].qmin, DTYPES[t.dtype].qmax)
+    if rng is not None:
+        lo, hi = rng
         if any(not (lo <= z <= hi) for z in t.zero_point) and tr.zero_point is None and tr.role == "activation":
             bad((tr.name, "zero_point"), f"{where}.zero_point", f"zero point must lie in [{lo}, {hi}]")
         if t.data is not None and t.data.size:
             dmin, dmax = int(t.data.min()), int(t.data.max())
             if dmin < lo or dmax > hi:
                 bad((tr.name, "range"), f"{where}.data", f"{tr.name} values must lie in [{lo}, {hi}] (got [{dmin}, {dmax}])")
+
+
+def _check_axis_blocks(case, t, tr: TensorRule, where: str, bad) -> None:
+    """Blocked scales and an axis option (ONNX QuantizeLinear / DequantizeLinear style).
+
+    A tensor with ``scale_shape`` is blocked: the rule must allow "blocked", and the
+    op's ``block_attr`` option B must give ceil(D / B) blocks on quantized_dimension.
+    With ``axis_attr``, a per-axis or blocked tensor's quantized_dimension must be the
+    option's value (negative counts from the back; ``axis_default`` if omitted).
+    """
+    allowed = tr.granularity if isinstance(tr.granularity, tuple) else (tr.granularity,)
+    blocked = t.scale_shape is not None
+    if blocked and "blocked" not in allowed:
+        bad((tr.name, "granularity"), f"{where}.scale_shape",
+            f"{tr.name} is {' or '.join(str(a) for a in allowed)}: a blocked scale is not allowed")
+        return
+    rank = len(t.shape)
+    if tr.axis_attr and (blocked or len(t.scale) > 1):
+        axis = case.attrs.get(tr.axis_attr, tr.axis_default)
+        if isinstance(axis, bool) or not isinstance(axis, int):
+            bad((tr.name, tr.axis_attr), f"attrs.{tr.axis_attr}", f"must be an integer (got {axis!r})")
+        elif not -rank <= axis < rank:
+            bad((tr.name, tr.axis_attr), f"attrs.{tr.axis_attr}",
+                f"{axis} is outside [-{rank}, {rank - 1}] for a rank-{rank} {tr.name}")
+        elif axis % rank != t.quantized_dimension:
+            bad((tr.name, tr.axis_attr), f"{where}.quantized_dimension",
+                f"must be {tr.axis_attr} = {axis} (dimension {axis % rank}), got {t.quantized_dimension}")
+    if tr.block_attr:
+        b = case.attrs.get(tr.block_attr, 0)
+        if isinstance(b, bool) or not isinstance(b, int) or b < 0:
+            bad((tr.name, tr.block_attr), f"attrs.{tr.block_attr}", f"must be an integer >= 0 (got {b!r})")
+        elif blocked and b == 0:
+            bad((tr.name, tr.block_attr), f"attrs.{tr.block_attr}",
+                f"a blocked {tr.name} scale needs {tr.block_attr} > 0")
+        elif not blocked and b > 0:
+            bad((tr.name, tr.block_attr), f"attrs.{tr.block_attr}",
+                f"{tr.block_attr} = {b} is only for a blocked scale (give scale_shape)")
+        elif blocked:
+            d = t.shape[t.quantized_dimension]
+            if t.scale_shape[t.quantized_dimension] != -(-d // b):
+                bad((tr.name, tr.block_attr), f"{where}.scale_shape",
+                    f"dimension {t.quantized_dimension} of size {d} in blocks of {b} needs "
+                    f"ceil({d}/{b}) = {-(-d // b)} scales, got {t.scale_shape[t.quantized_dimension]}")

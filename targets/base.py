@@ -80,6 +80,9 @@ class Target:
     description: str = ""
     #: a short label of the arithmetic the target is expected to follow (documentation)
     expected_scheme: str | None = None
+    #: run in a worker process (suite/isolation.py), so a crash or hang is a verdict, not the
+    #: end of the run; False only for pure-Python targets and targets that isolate themselves
+    isolate: bool = True
 
     def __init__(self, **options: Any):
         self.options = options

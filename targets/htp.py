@@ -82,12 +82,72 @@ class HtpTarget(OrtTarget):
             "htp_performance_mode": self.perf_mode,
         })
         try:
-            return ort.InferenceSession(model.content, so)
+            sess = ort.InferenceSession(model.content, so)
         except Exception as e:
-            raise Unsupported(f"QNN HTP cannot run the whole model (CPU fallback disabled): "
-                              f"{short_error(e)}") from None
+            detail = self._qnn_reason(model, devs)
+            raise Unsupported("QNN HTP cannot run the whole model (CPU fallback disabled): "
+                              + (f"QNN says: {detail}" if detail else short_error(e))) from None
+        try:
+            info = sess.get_provider_graph_assignment_info()
+        except Exception:
+            info = None
+        if info is not None and not any(sub.ep_name == "QNNExecutionProvider" and len(sub.get_nodes())
+                                         for sub in info):
+            raise Unsupported("no node of the model reached QNN HTP (ONNX Runtime folded it to "
+                              "constants): HTP computed nothing")
+        return sess
+
+    def _qnn_reason(self, model, devs) -> str:
+        """Re-create the failing session with verbose logging and keep QNN's own words."""
+        import onnxruntime as ort
+        import onnxruntime_qnn
+        so = self.session_options()
+        so.log_severity_level = 0
+        so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+        so.add_provider_for_devices(devs, {"backend_path": onnxruntime_qnn.get_qnn_htp_path(),
+                                           "htp_performance_mode": self.perf_mode})
+        lines = _capture_stderr(lambda: ort.InferenceSession(model.content, so))
+        import re
+        ansi = re.compile(r"\x1b\[[0-9;]*m")
+        hits = []
+        for ln in lines:
+            ln = ansi.sub("", ln)
+            m = re.search(r"\[([VIWEF]):onnxruntime:[^\]]*\]\s*(.*)", ln)
+            if not m:
+                continue
+            level, text = m.group(1), m.group(2).strip()
+            low = text.lower()
+            if "qnn" not in ln.lower() and "htp" not in ln.lower():
+                continue
+            keep = level in "WEF" or "failed" in low or "error" in low
+            noise = ("fallback to cpu" in low or "file mapped weights" in low
+                     or "epcontext encryption" in low)
+            if not keep or text.endswith(":") or noise:
+                continue   # e.g. an empty "Unsupported nodes in QNN EP:" list
+            if text not in hits:
+                hits.append(text)
+        return " | ".join(hits[:3])[:800]
 
     def run_one(self, case, timing: Timing) -> Outcome:
-        out = super().run_one(case, timing)
-        out.info["placement"] = "all nodes on QNNExecutionProvider (CPU fallback disabled)"
-        return out
+        return super().run_one(case, timing)
+
+
+def _capture_stderr(fn) -> list[str]:
+    """Lines written to file descriptor 2 (where ONNX Runtime logs) while ``fn`` runs."""
+    import os
+    import sys
+    import tempfile
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            try:
+                fn()
+            except Exception:
+                pass
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        tmp.seek(0)
+        return tmp.read().decode("utf-8", "replace").splitlines()

@@ -34,6 +34,7 @@ class GraphInput:
     name: str
     case_index: int
     perm: tuple[int, ...] | None = None   # applied to the case data before feeding
+    shape: tuple[int, ...] | None = None  # then reshaped to this (e.g. a flattened batch)
 
 
 @dataclass
@@ -56,7 +57,9 @@ class OnnxModel:
             arr = np.asarray(t.data).astype(DTYPES[t.dtype].storage).reshape(t.shape)
             if gi.perm is not None:
                 arr = np.ascontiguousarray(arr.transpose(gi.perm))
-            feeds[gi.name] = arr
+            if gi.shape is not None:
+                arr = arr.reshape(gi.shape)
+            feeds[gi.name] = ortvalue_4bit(arr, t.dtype) if t.dtype in ("int4", "uint4") else arr
         return feeds
 
     def unpack(self, outs: list[np.ndarray]) -> list[np.ndarray]:
@@ -67,6 +70,49 @@ class OnnxModel:
                 arr = arr.transpose(go.perm)
             res.append(np.ascontiguousarray(arr))
         return res
+
+
+def ortvalue_4bit(arr: np.ndarray, dtype: str):
+    """An int4/uint4 graph input for onnxruntime (NumPy has no 4-bit type).
+
+    onnxruntime's Python API takes a 4-bit tensor only as an OrtValue built with
+    ``OrtValue.ortvalue_from_numpy_with_onnx_type``: the array's shape is the logical
+    shape and its buffer is read as packed bytes (element 2i low nibble, 2i+1 high).
+    """
+    import onnxruntime as ort
+    from onnx import TensorProto
+    from suite.dtypes import pack_int4
+    packed = pack_int4(arr)
+    buf = np.zeros(max(arr.size, packed.size), np.uint8)
+    buf[:packed.size] = packed
+    return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(
+        buf[:arr.size].reshape(arr.shape), TensorProto.INT4 if dtype == "int4" else TensorProto.UINT4)
+
+
+def run_session(sess, names: list[str], feeds: dict) -> list[np.ndarray]:
+    """``sess.run(names, feeds)``, except that int4/uint4 outputs come back unpacked.
+
+    NumPy has no 4-bit type, so ``sess.run`` refuses such outputs; they are fetched as
+    OrtValues and their packed bytes unpacked (int8 / uint8 arrays of the logical shape).
+    """
+    kinds = {o.name: o.type for o in sess.get_outputs()}
+    if not any(kinds.get(n) in ("tensor(int4)", "tensor(uint4)") for n in names):
+        return sess.run(names, feeds)
+    import ctypes
+    import onnxruntime as ort
+    from suite.dtypes import unpack_int4
+    ov_feeds = {k: v if isinstance(v, ort.OrtValue) else ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(v))
+                for k, v in feeds.items()}
+    outs = []
+    for n, v in zip(names, sess.run_with_ort_values(names, ov_feeds)):
+        if kinds.get(n) in ("tensor(int4)", "tensor(uint4)"):
+            shape = tuple(v.shape())
+            count = int(np.prod(shape, dtype=np.int64))
+            raw = np.frombuffer(ctypes.string_at(v.data_ptr(), v.tensor_size_in_bytes()), np.uint8)
+            outs.append(unpack_int4(raw, count, kinds[n] == "tensor(int4)").reshape(shape))
+        else:
+            outs.append(v.numpy())
+    return outs
 
 
 class Builder:

@@ -46,6 +46,7 @@ class OrtTarget(Target):
         so.intra_op_num_threads = 1
         so.inter_op_num_threads = 1
         so.log_severity_level = 3
+        so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
         return so
 
     def session(self, model: onnx_model.OnnxModel):
@@ -61,5 +62,23 @@ class OrtTarget(Target):
         sess = self.session(model)
         feeds = model.feeds(case)
         names = [o.name for o in model.outputs]
-        outs, samples = timing.measure(lambda: sess.run(names, feeds))
-        return Outcome.ok(model.unpack(outs), samples, nodes=model.op_types)
+        kinds = {o.name: o.type for o in sess.get_outputs()}
+        if any(kinds.get(n) in ("tensor(int4)", "tensor(uint4)") for n in names):
+            invoke = lambda: onnx_model.run_session(sess, names, feeds)   # noqa: E731 (4-bit outputs)
+        else:
+            invoke = lambda: sess.run(names, feeds)   # noqa: E731
+        outs, samples = timing.measure(invoke)
+        return Outcome.ok(model.unpack(outs), samples, nodes=",".join(model.op_types),
+                          **self.placement(sess))
+
+    def placement(self, sess) -> dict:
+        """Which execution provider ran which nodes (as ONNX Runtime recorded it)."""
+        try:
+            info = sess.get_provider_graph_assignment_info()
+        except Exception:
+            return {}
+        parts = []
+        for sub in info:
+            ops = [n[1] if isinstance(n, tuple) else getattr(n, "op_type", str(n)) for n in sub.get_nodes()]
+            parts.append(f"{sub.ep_name}: {','.join(ops)}")
+        return {"placement": "; ".join(parts) if parts else "no node (constant-folded)"}

@@ -31,10 +31,15 @@ class _LiteRT(Target):
         from importlib.metadata import version
         return {"ai-edge-litert": version("ai-edge-litert"), "op_resolver": self.resolver}
 
+    #: element types LiteRT's builtin kernels compute on as quantized activations
+    KERNEL_DTYPES = {"int8", "uint8", "int16", "int32", "int64", "float32", "bool", "int4"}
+
     def unsupported(self, case):
         for t in list(case.inputs) + list(case.outputs):
             if t.dtype not in tflite_model.TENSOR_TYPES:
                 return f"LiteRT has no tensor type {t.dtype}"
+            if t.dtype not in self.KERNEL_DTYPES:
+                return f"LiteRT's builtin kernels do not compute on {t.dtype} tensors"
         if case.op not in tflite_model.OPTIONS:
             return f"no LiteRT builtin mapping for {case.op}"
         return None
@@ -61,7 +66,13 @@ class _LiteRT(Target):
         def invoke():
             it.invoke()
 
-        _, samples = timing.measure(invoke)
+        try:
+            _, samples = timing.measure(invoke)
+        except RuntimeError as e:
+            msg = str(e)
+            if "not supported" in msg or "not currently supported" in msg:
+                raise Unsupported(f"LiteRT kernel: {msg.strip().splitlines()[0]}") from None
+            raise
         outputs = [np.array(it.get_tensor(d["index"])) for d in outs_det]
         return Outcome.ok(outputs, samples, resolver=self.resolver)
 

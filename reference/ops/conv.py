@@ -1,0 +1,599 @@
+"""Convolution / matrix family: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV,
+BATCH_MATMUL.
+
+Every op is an exact integer accumulation followed by a requantization.
+
+Accumulation (all ops): acc = sum of w * (q - z_in) over the in-bounds taps, plus the bias,
+held in a C ``int32`` that wraps (LiteRT's reference kernels use an int32 accumulator for
+int8; a sum past 2^31 wraps in two's complement). Padding contributes nothing (LiteRT skips
+out-of-image taps, which is the same as padding with z_in). The weight zero point is 0 by the
+spec; the per-tensor FULLY_CONNECTED and BATCH_MATMUL kernels apply it anyway, and so does
+this golden.
+
+The sums are computed with BLAS on float arrays holding *raw* int8 codes, which is exact while
+every partial sum stays below 2^24 (float32) or 2^53 (float64): :func:`_float_type` picks the
+type from the worst case |K * max|a| * max|b||, and the zero-point terms are added back in
+int64 (e.g. sum w*(q - z) = sum w*q - z * sum w). Nothing is rounded before the requantization.
+
+Requantization, scheme by scheme (see reference/schemes.py):
+
+* LiteRT reference kernels (``tflite-ref-double`` / ``tflite-ref-single``):
+  - CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV (PopulateConvolutionQuantizationParams):
+    real_c = (double)s_in * (double)s_w[c] / (double)s_out, per output channel (a per-tensor
+    weight scale is broadcast to every channel); out = MBQM(acc, m_c, shift_c) + z_out.
+  - BATCH_MATMUL (GetQuantizedConvolutionMultipler): real = (double)(float)(s_a * s_b) /
+    (double)s_out (the product is a float32 product); out = MBQM(acc, m, shift) + z_out.
+  - FULLY_CONNECTED: the reference kernel requantizes in double (LiteRT since 2025-04,
+    "Make the fully_connected ref kernel do requant in float"): out = (int32)std::round(
+    (double)acc * ((double)s_in * (double)s_w[c] / (double)s_out)) + z_out, ties away from
+    zero, for per-tensor and per-channel weights alike; TFLITE_SINGLE_ROUNDING does not
+    change it.
+  Then clamp to the fused activation range (CalculateActivationRangeQuantized).
+* other fixed-point schemes (``caffe-d1``, ``caffe-d2``, ``caffe-f2``): the multiplier is formed
+  as above (double) or as a float32 product/quotient left to right (``multiplier_precision ==
+  "float"``; FULLY_CONNECTED per-tensor takes LiteRT's prepare-time form, the one the
+  optimized kernels use), then MBQM with one or two roundings.
+* float schemes: float(acc) * float multiplier in ``scheme.ftype``, then
+  ``scheme.quantize_real`` (XNNPACK / MLAS requantization); ``exact`` returns acc * real +
+  z_out unrounded and unclamped (and the accumulator unwrapped).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from suite.errors import QconformError
+
+from .. import arith
+from ..common import act_range, q, qrange, scale, zp
+from ..registry import register
+
+_F32_EXACT = 2 ** 24
+_F64_EXACT = 2 ** 53
+_DW_TAP_LOOP = 49     # DEPTHWISE_CONV_2D kernels up to this many taps loop over the taps
+_FC_GEMV_MAX = 4      # FULLY_CONNECTED: up to this many BLAS columns, one gemv each
+
+
+# --------------------------------------------------------------------------- accumulation
+
+def _float_type(k: int, amax: int, bmax: int):
+    """The cheapest float type in which a k-term sum of products |a| <= amax, |b| <= bmax
+    is exact whatever the summation order (None: not even float64 is): every partial sum is
+    an integer no larger than k * amax * bmax, and float32 (float64) holds every integer up
+    to 2^24 (2^53) exactly."""
+    bound = int(k) * int(amax) * int(bmax)
+    if bound <= _F32_EXACT:
+        return np.float32
+    if bound <= _F64_EXACT:
+        return np.float64
+    return None
+
+
+def _absmax(a: np.ndarray) -> int:
+    """The largest |value| an integer array's dtype holds (int8: 128, uint8: 255, uint16: 65535)."""
+    info = np.iinfo(np.asarray(a).dtype)
+    return max(abs(int(info.min)), int(info.max))
+
+
+def _span(a: np.ndarray) -> int:
+    """The largest |q - z| for codes of the array's dtype (int8 / uint8: 255)."""
+    info = np.iinfo(np.asarray(a).dtype)
+    return int(info.max) - int(info.min)
+
+
+def _wrap(acc: np.ndarray, scheme, bound: int | None = None) -> np.ndarray:
+    """The int32 accumulator: wraps like C int32 arithmetic (not under ``exact``).
+
+    ``bound``: a proven bound on |acc| (from the shapes and dtypes); below 2^31 nothing can wrap.
+    """
+    if scheme.exact or (bound is not None and bound <= arith.INT32_MAX):
+        return acc
+    return arith.wrap_int32(acc)
+
+
+def _dev(x: np.ndarray, z: int) -> int:
+    """Largest |q - z| for codes of the array's dtype."""
+    info = np.iinfo(x.dtype)
+    return max(int(info.max) - z, z - int(info.min))
+
+
+def _acc_bound(k: int, x: np.ndarray, z_in: int, w: np.ndarray, bias: np.ndarray) -> int:
+    """Largest |acc| a k-term sum of w * (q - z_in) plus the bias can reach."""
+    b = int(np.abs(bias).max()) if bias.size else 0
+    return int(k) * _dev(x, z_in) * _absmax(w) + b
+
+
+def _bias(case, idx: int, n: int) -> np.ndarray:
+    """The int32 bias of input ``idx`` as int64 [n], or zeros if the case has none."""
+    if len(case.inputs) <= idx or case.inputs[idx].data is None:
+        return np.zeros(n, np.int64)
+    b = case.inputs[idx]
+    if b.size != n:
+        raise QconformError(f"bias has {b.size} values, the op has {n} output channels",
+                            field=f"inputs[{idx}].shape", rule="one bias per output channel")
+    return q(b).reshape(n)
+
+
+# --------------------------------------------------------------------------- attributes
+
+def _attr_int(case, name: str, default: int, lo: int = 1) -> int:
+    v = case.attrs.get(name, default)
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+        raise QconformError(f"must be an integer >= {lo} (got {v!r})", field=f"attrs.{name}",
+                            rule=f"{case.op} option")
+    return int(v)
+
+
+def _padding(case) -> str:
+    p = case.attrs.get("padding", "SAME")   # LiteRT schema default (Padding enum 0)
+    if p not in ("SAME", "VALID"):
+        raise QconformError(f"must be SAME or VALID (got {p!r})", field="attrs.padding",
+                            rule=f"{case.op} option")
+    return p
+
+
+def conv_geometry(case):
+    """(stride_hw, dilation_hw, padding) of a CONV_2D / DEPTHWISE_CONV_2D / TRANSPOSE_CONV case."""
+    stride = (_attr_int(case, "stride_h", 1), _attr_int(case, "stride_w", 1))
+    if case.op == "TRANSPOSE_CONV":
+        dil = (1, 1)
+    else:
+        dil = (_attr_int(case, "dilation_h_factor", 1), _attr_int(case, "dilation_w_factor", 1))
+    return stride, dil, _padding(case)
+
+
+def out_size(n: int, k: int, s: int, d: int, padding: str) -> int:
+    """LiteRT ComputeOutSize (TensorFlow's GetWindowedOutputSize)."""
+    eff = (k - 1) * d + 1
+    if padding == "SAME":
+        return (n + s - 1) // s
+    return (n + s - eff) // s
+
+
+def pad_before(n: int, k: int, s: int, d: int, out: int) -> int:
+    """LiteRT ComputePadding: the leading (top/left) padding; the rest goes after."""
+    eff = (k - 1) * d + 1
+    return max((out - 1) * s + eff - n, 0) // 2
+
+
+def _check_out_hw(case, oh: int, ow: int, padding: str) -> None:
+    if oh < 1 or ow < 1:
+        raise QconformError(f"input {list(case.inputs[0].shape)} is smaller than the dilated kernel: "
+                            f"{padding} padding leaves {oh}x{ow} outputs", field="inputs[0].shape",
+                            rule=f"{case.op} input at least the dilated kernel with VALID padding")
+
+
+def _expect_shape(case, want, what: str) -> None:
+    got = tuple(case.outputs[0].shape)
+    if got != tuple(want):
+        raise QconformError(f"must be {list(want)} for {what} (got {list(got)})",
+                            field="outputs[0].shape", rule=f"{case.op} output shape")
+
+
+def _check_rank(case, i: int, rank: int, name: str) -> None:
+    if len(case.inputs[i].shape) != rank:
+        raise QconformError(f"{name} must have rank {rank} (got shape {list(case.inputs[i].shape)})",
+                            field=f"inputs[{i}].shape", rule=f"{case.op} {name} rank")
+
+
+# --------------------------------------------------------------------------- accumulators
+
+def conv_acc(x: np.ndarray, z_in: int, w: np.ndarray, stride, dil, pads, out_hw,
+             groups: int = 1) -> np.ndarray:
+    """CONV_2D accumulator without bias, int64 [N, OH, OW, O]:
+    sum over in-bounds (ky, kx, c) of w[o, ky, kx, c] * (x[n, oy*sh - pt + ky*dh, ox*sw - pl + kx*dw,
+    g*Cg + c] - z_in), where g is the group of output channel o (grouped conv when
+    C_in = groups * C_w). Matches reference_integer_ops::ConvPerChannel (and LiteRT's grouped
+    reference path).
+
+    x: raw int8 codes [N, H, W, C_in]; w: [O, KH, KW, C_w] (OHWI); pads: (top, left).
+    im2col via strided slices of the input padded with z_in (so padded taps give 0), one
+    float BLAS matmul per group (exact, see the module docstring), z_in * sum(w) taken off.
+    """
+    n, h, wd, cin = x.shape
+    o, kh, kw, cw = w.shape
+    sh, sw = stride
+    dh, dw = dil
+    oh, ow = out_hw
+    pt, pl = pads
+    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
+    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
+    pb, pr = max(0, need_h - pt - h), max(0, need_w - pl - wd)
+    xp = x
+    if pt or pb or pl or pr:
+        xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=z_in)
+    k = kh * kw * cw
+    ft = _float_type(k, _absmax(x), _absmax(w)) or np.int64
+    og = o // groups
+    out = np.empty((n * oh * ow, o), np.int64)
+    wsum = w.reshape(o, k).sum(axis=1, dtype=np.int64)
+    for g in range(groups):
+        cols = np.empty((n, oh, ow, kh, kw, cw), dtype=ft)
+        for ky in range(kh):
+            y0 = ky * dh
+            for kx in range(kw):
+                x0 = kx * dw
+                cols[:, :, :, ky, kx, :] = xp[:, y0:y0 + (oh - 1) * sh + 1:sh,
+                                              x0:x0 + (ow - 1) * sw + 1:sw, g * cw:(g + 1) * cw]
+        wg = w[g * og:(g + 1) * og].reshape(og, k).astype(ft)
+        out[:, g * og:(g + 1) * og] = (cols.reshape(-1, k) @ wg.T).astype(np.int64)
+    out -= z_in * wsum
+    return out.reshape(n, oh, ow, o)
+
+
+def depthwise_acc(x: np.ndarray, z_in: int, w: np.ndarray, mult: int, stride, dil, pads,
+                  out_hw) -> np.ndarray:
+    """DEPTHWISE_CONV_2D accumulator without bias, int64 [N, OH, OW, C*M]: output channel
+    c*M + m sums w[0, ky, kx, c*M + m] * (x[n, iy, ix, c] - z_in) over in-bounds taps
+    (reference_integer_ops::DepthwiseConvPerChannel). w: [1, KH, KW, C*M] (1HWO)."""
+    n, h, wd, c = x.shape
+    _, kh, kw, co = w.shape
+    sh, sw = stride
+    dh, dw = dil
+    oh, ow = out_hw
+    pt, pl = pads
+    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
+    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
+    pb, pr = max(0, need_h - pt - h), max(0, need_w - pl - wd)
+    taps = kh * kw
+    wsum = w.reshape(taps, co).sum(axis=0, dtype=np.int64)
+    if taps <= _DW_TAP_LOOP:
+        # a few taps: multiply-accumulate whole shifted planes in int32 (exact: |sum| < 2^31)
+        it = np.int32 if taps * _absmax(x) * _absmax(w) < 2 ** 31 else np.int64
+        xp = np.pad(x.astype(it), ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=z_in)
+        if mult > 1:
+            xp = np.repeat(xp, mult, axis=3)
+        wi = w.reshape(kh, kw, co).astype(it)
+        acc = np.zeros((n, oh, ow, co), it)
+        for ky in range(kh):
+            y0 = ky * dh
+            for kx in range(kw):
+                x0 = kx * dw
+                acc += xp[:, y0:y0 + (oh - 1) * sh + 1:sh, x0:x0 + (ow - 1) * sw + 1:sw, :] * wi[ky, kx]
+        return acc.astype(np.int64) - z_in * wsum
+    # many taps: per-channel im2col and one batched BLAS matmul over the taps
+    ft = _float_type(taps, _absmax(x), _absmax(w)) or np.int64
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=z_in).astype(ft)
+    if mult > 1:
+        xp = np.repeat(xp, mult, axis=3)
+    view = np.lib.stride_tricks.sliding_window_view(xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(1, 2))
+    view = view[:, :(oh - 1) * sh + 1:sh, :(ow - 1) * sw + 1:sw, :, ::dh, ::dw]   # [N, OH, OW, CO, KH, KW]
+    cols = np.ascontiguousarray(view.transpose(3, 0, 1, 2, 4, 5)).reshape(co, n * oh * ow, taps)
+    wf = np.ascontiguousarray(w.reshape(taps, co).T, dtype=ft)[:, :, None]          # [CO, T, 1]
+    acc = np.matmul(cols, wf)[:, :, 0].astype(np.int64).T.reshape(n, oh, ow, co)
+    return acc - z_in * wsum
+
+
+def transpose_conv_acc(x: np.ndarray, z_in: int, w: np.ndarray, stride, pads, out_hw) -> np.ndarray:
+    """TRANSPOSE_CONV accumulator without bias, int64 [N, OH, OW, O]: every input element
+    scatters (x[n, iy, ix, c] - z_in) * w[o, ky, kx, c] to output (iy*sh - pt + ky, ix*sw - pl + kx),
+    out-of-range targets dropped (reference_integer_ops::TransposeConv). w: [O, KH, KW, C] (OHWI).
+
+    One BLAS matmul per tap into a buffer wide enough for every target, then cropped.
+    """
+    n, h, wd, c = x.shape
+    o, kh, kw, _ = w.shape
+    sh, sw = stride
+    oh, ow = out_hw
+    pt, pl = pads
+    ft = _float_type(kh * kw * c, _span(x), _absmax(w)) or np.int64
+    xc = (x.astype(np.int64) - z_in).astype(ft).reshape(-1, c)
+    full_h = max((h - 1) * sh + kh, pt + oh)
+    full_w = max((wd - 1) * sw + kw, pl + ow)
+    buf = np.zeros((n, full_h, full_w, o), ft)
+    wf = w.astype(ft)
+    for ky in range(kh):
+        for kx in range(kw):
+            p = (xc @ wf[:, ky, kx, :].T).reshape(n, h, wd, o)
+            buf[:, ky:ky + (h - 1) * sh + 1:sh, kx:kx + (wd - 1) * sw + 1:sw, :] += p
+    return buf[:, pt:pt + oh, pl:pl + ow, :].astype(np.int64)
+
+
+def fc_acc(x2: np.ndarray, z_in: int, w: np.ndarray, z_w: int = 0) -> np.ndarray:
+    """FULLY_CONNECTED accumulator without bias, int64 [B, O]: sum_k (w[o, k] - z_w) * (x[b, k] - z_in)
+    (reference_integer_ops::FullyConnected / FullyConnectedPerChannel).
+
+    BLAS on the raw codes plus the row sums of w (a column of ones), z_in * rowsum taken off.
+    """
+    b, k = x2.shape
+    ft = _float_type(k, _absmax(x2), _absmax(w)) or np.int64
+    xa = np.empty((k, b + 1), ft)      # the input rows as columns, then a column of ones
+    xa[:, :b] = x2.T
+    xa[:, b] = 1
+    wf = w.astype(ft)
+    if b + 1 <= _FC_GEMV_MAX:          # OpenBLAS: a few gemv calls beat one skinny gemm
+        r = np.stack([wf @ xa[:, j] for j in range(b + 1)], axis=1)
+    else:
+        r = wf @ xa
+    r = r.astype(np.int64)            # [O, B + 1]
+    acc = (r[:, :b] - z_in * r[:, b:]).T
+    if z_w:
+        acc -= z_w * (x2.sum(axis=1, dtype=np.int64)[:, None] - k * z_in)
+    return acc
+
+
+def batch_matmul_acc(a: np.ndarray, z_a: int, b: np.ndarray, z_b: int) -> np.ndarray:
+    """BATCH_MATMUL accumulator, int64 [..., M, N]: sum_k (a[..., m, k] - z_a) * (b[..., k, n] - z_b),
+    batch dimensions broadcast (reference_ops::BatchMatMul<int8_t, int32_t>).
+    a, b: raw codes, already in [.., M, K] x [.., K, N] order (adj_x / adj_y applied)."""
+    k = a.shape[-1]
+    ft = _float_type(k, _absmax(a), _absmax(b))
+    if ft is None:
+        a64, b64 = a.astype(np.int64), b.astype(np.int64)
+        return np.matmul(a64 - z_a, b64 - z_b)
+    af, bf = a.astype(ft), b.astype(ft)
+    acc = np.matmul(af, bf).astype(np.int64)
+    # row / column sums: |sum| <= k * 65535, exact in the same float type
+    if z_b:
+        acc -= z_b * af.sum(axis=-1, keepdims=True).astype(np.int64)
+    if z_a:
+        acc -= z_a * bf.sum(axis=-2, keepdims=True).astype(np.int64)
+    if z_a and z_b:
+        acc += k * z_a * z_b
+    return acc
+
+
+# --------------------------------------------------------------------------- requantization
+
+def _is_litert_ref(scheme) -> bool:
+    """The scheme models LiteRT's reference kernels themselves (either build)."""
+    return scheme.name.startswith("tflite-ref")
+
+
+def _channel_multiplier(scheme, s_in: float, s_w: np.ndarray, s_out: float) -> np.ndarray:
+    """Per-channel real multipliers as PopulateConvolutionQuantizationParams forms them
+    ((double)s_in * (double)s_w[c] / (double)s_out), or float32 left to right."""
+    return scheme.real_multiplier(s_in, s_w, den=s_out)
+
+
+def _product_multiplier(scheme, s_a: float, s_b: float, s_out: float) -> np.ndarray:
+    """GetQuantizedConvolutionMultipler: (double)(float)(s_a * s_b) / (double)s_out (the scale
+    product is a float32 product); the float form is the same expression in float32."""
+    prod = np.float32(np.float32(s_a) * np.float32(s_b))
+    if scheme.multiplier_precision == "float":
+        return np.asarray(np.float32(prod / np.float32(s_out)), dtype=np.float64)
+    return np.asarray(np.float64(prod) / np.float64(np.float32(s_out)), dtype=np.float64)
+
+
+def _requantize(scheme, acc: np.ndarray, real, z_out: int, lo: int, hi: int) -> np.ndarray:
+    """MBQM / float requantization of an int accumulator whose last axis is the channel."""
+    if scheme.is_fixed and not scheme.exact:
+        m, shift = arith.quantize_multiplier(real, scheme.single_rounding)
+        out = mbqm(acc, m, shift, scheme.single_rounding)
+        out += z_out
+        return np.clip(out, lo, hi, out=out)
+    return scheme.requantize(acc, real, z_out, lo, hi)
+
+
+def mbqm(x: np.ndarray, m, shift, single_rounding: bool = False) -> np.ndarray:
+    """MultiplyByQuantizedMultiplier on int32-range int64 values, m >= 0: the same results as
+    ``arith.mbqm`` (tests/test_golden_conv.py compares them) in fewer NumPy passes.
+
+    Double rounding: x' = int32(x * 2^left) (wraps); SaturatingRoundingDoublingHighMul(x', m) =
+    floor((x' * m + 2^30) / 2^31) (nudge 2^30 or 1 - 2^30 then truncation is exactly "round half
+    up"; it saturates only for m = INT32_MIN); RoundingDivideByPOT(q, right) = (q + 2^(right-1)
+    - [q < 0 and right > 0]) >> right (round half away from zero).
+    Single rounding: (x * m + 2^(30 - shift)) >> (31 - shift).
+    """
+    x = np.asarray(x, dtype=np.int64)
+    m = np.asarray(m, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    if single_rounding:
+        total = 31 - shift
+        q = x * m
+        q += np.int64(1) << (total - 1)
+        q >>= total
+        return q
+    left = np.maximum(shift, 0)
+    right = np.maximum(-shift, 0)
+    if left.any():
+        x = arith.wrap_int32(x << left)
+    q = x * m
+    q += np.int64(1) << 30
+    q >>= 31
+    corr = (q < 0) & (right > 0)
+    q += (np.int64(1) << right) >> 1
+    q -= corr
+    q >>= right
+    return q
+
+
+def _requantize_double_round(acc: np.ndarray, real: np.ndarray, z_out: int, lo: int, hi: int) -> np.ndarray:
+    """LiteRT reference FULLY_CONNECTED: (int32)std::round((double)acc * real) + z_out, clamped.
+
+    std::round ties away from zero. A product beyond int32 has no defined conversion in C;
+    x86-64's cvttsd2si returns INT32_MIN for it, which is what this returns (generated cases
+    stay in range).
+    """
+    v = arith.round_half_away(acc.astype(np.float64) * real)
+    bad = (v >= 2.0 ** 31) | (v < -(2.0 ** 31))
+    r = np.where(bad, arith.INT32_MIN, v).astype(np.int64)
+    return np.clip(r + z_out, lo, hi)
+
+
+# --------------------------------------------------------------------------- goldens
+
+def _weight_scales(t, n: int) -> np.ndarray:
+    s = np.asarray(t.scale, dtype=np.float32).astype(np.float64)
+    if s.size == 1:
+        return np.full(n, s[0])
+    if s.size != n:
+        raise QconformError(f"has {s.size} scales, the op has {n} output channels",
+                            field="inputs[1].scale", rule="per-axis weights: one scale per output channel")
+    return s
+
+
+def _check_weight_axis(case, axis: int) -> None:
+    w = case.inputs[1]
+    if w.per_axis and w.quantized_dimension != axis:
+        raise QconformError(f"must be {axis} (the output-channel axis; got {w.quantized_dimension})",
+                            field="inputs[1].quantized_dimension", rule=f"{case.op} per-axis weights")
+
+
+def _finish(case, scheme, acc: np.ndarray, bias: np.ndarray, bound: int, s_in: float, w, s_out: float,
+            n_out: int) -> np.ndarray:
+    """Accumulator + bias -> output codes for the conv-type ops (per-channel multipliers)."""
+    out = case.outputs[0]
+    lo, hi = act_range(case, out)
+    real = _channel_multiplier(scheme, s_in, _weight_scales(w, n_out), s_out)
+    acc += bias
+    return _requantize(scheme, _wrap(acc, scheme, bound), real, zp(out), lo, hi)
+
+
+@register("CONV_2D")
+def conv_2d(case, scheme):
+    x_t, w_t = case.inputs[0], case.inputs[1]
+    _check_rank(case, 0, 4, "input")
+    _check_rank(case, 1, 4, "filter (OHWI)")
+    _check_weight_axis(case, 0)
+    n, h, wd, cin = x_t.shape
+    o, kh, kw, cw = w_t.shape
+    if cin % cw or o % (cin // cw):
+        raise QconformError(f"input channels {cin} must be a multiple of the filter's {cw} "
+                            f"and the {o} output channels a multiple of the groups",
+                            field="inputs[1].shape", rule="CONV_2D channels (grouped convolution)")
+    groups = cin // cw
+    stride, dil, padding = conv_geometry(case)
+    oh = out_size(h, kh, stride[0], dil[0], padding)
+    ow = out_size(wd, kw, stride[1], dil[1], padding)
+    _check_out_hw(case, oh, ow, padding)
+    _expect_shape(case, (n, oh, ow, o), f"{padding} padding")
+    pads = (pad_before(h, kh, stride[0], dil[0], oh), pad_before(wd, kw, stride[1], dil[1], ow))
+    x = np.asarray(x_t.data).reshape(x_t.shape)
+    w = np.asarray(w_t.data).reshape(w_t.shape)
+    acc = conv_acc(x, zp(x_t), w, stride, dil, pads, (oh, ow), groups)
+    bias = _bias(case, 2, o)
+    bound = _acc_bound(kh * kw * cw, x, zp(x_t), w, bias)
+    return [_finish(case, scheme, acc, bias, bound, scale(x_t), w_t, scale(case.outputs[0]), o)]
+
+
+@register("DEPTHWISE_CONV_2D")
+def depthwise_conv_2d(case, scheme):
+    x_t, w_t = case.inputs[0], case.inputs[1]
+    _check_rank(case, 0, 4, "input")
+    _check_rank(case, 1, 4, "filter (1HWO)")
+    _check_weight_axis(case, 3)
+    n, h, wd, c = x_t.shape
+    one, kh, kw, co = w_t.shape
+    if one != 1 or co % c:
+        raise QconformError(f"filter must be [1, KH, KW, C*M] with C = {c} (got {list(w_t.shape)})",
+                            field="inputs[1].shape", rule="DEPTHWISE_CONV_2D filter")
+    # LiteRT's int8 kernel takes the multiplier from the shapes (ComputeDepthMultiplier)
+    mult = co // c
+    stride, dil, padding = conv_geometry(case)
+    oh = out_size(h, kh, stride[0], dil[0], padding)
+    ow = out_size(wd, kw, stride[1], dil[1], padding)
+    _check_out_hw(case, oh, ow, padding)
+    _expect_shape(case, (n, oh, ow, co), f"{padding} padding")
+    pads = (pad_before(h, kh, stride[0], dil[0], oh), pad_before(wd, kw, stride[1], dil[1], ow))
+    x = np.asarray(x_t.data).reshape(x_t.shape)
+    w = np.asarray(w_t.data).reshape(w_t.shape)
+    acc = depthwise_acc(x, zp(x_t), w, mult, stride, dil, pads, (oh, ow))
+    bias = _bias(case, 2, co)
+    bound = _acc_bound(kh * kw, x, zp(x_t), w, bias)
+    return [_finish(case, scheme, acc, bias, bound, scale(x_t), w_t, scale(case.outputs[0]), co)]
+
+
+@register("TRANSPOSE_CONV")
+def transpose_conv(case, scheme):
+    shape_t, w_t, x_t = case.inputs[0], case.inputs[1], case.inputs[2]
+    _check_rank(case, 1, 4, "filter (OHWI)")
+    _check_rank(case, 2, 4, "input")
+    _check_weight_axis(case, 0)
+    out_shape = [int(v) for v in np.asarray(shape_t.data).ravel()]
+    if len(out_shape) != 4:
+        raise QconformError(f"must hold 4 values (got {out_shape})", field="inputs[0].data",
+                            rule="TRANSPOSE_CONV output_shape")
+    _expect_shape(case, out_shape, "the output_shape input")
+    n, h, wd, c = x_t.shape
+    o, kh, kw, cw = w_t.shape
+    if cw != c or out_shape[3] != o or out_shape[0] != n:
+        raise QconformError(f"filter {list(w_t.shape)} must be [O, KH, KW, {c}] with O = output "
+                            f"channels {out_shape[3]}", field="inputs[1].shape",
+                            rule="TRANSPOSE_CONV shapes")
+    stride, _, padding = conv_geometry(case)
+    oh, ow = out_shape[1], out_shape[2]
+    # LiteRT computes the padding as for a convolution of the output back to the input
+    if (out_size(oh, kh, stride[0], 1, padding), out_size(ow, kw, stride[1], 1, padding)) != (h, wd):
+        raise QconformError(f"input spatial size {[h, wd]} must be the {padding} convolution size of "
+                            f"the output {[oh, ow]}", field="inputs[2].shape",
+                            rule="TRANSPOSE_CONV output_shape / padding / stride")
+    pads = (pad_before(oh, kh, stride[0], 1, h), pad_before(ow, kw, stride[1], 1, wd))
+    x = np.asarray(x_t.data).reshape(x_t.shape)
+    w = np.asarray(w_t.data).reshape(w_t.shape)
+    acc = transpose_conv_acc(x, zp(x_t), w, stride, pads, (oh, ow))
+    bias = _bias(case, 3, o)
+    bound = _acc_bound(kh * kw * c, x, zp(x_t), w, bias)
+    return [_finish(case, scheme, acc, bias, bound, scale(x_t), w_t, scale(case.outputs[0]), o)]
+
+
+@register("FULLY_CONNECTED")
+def fully_connected(case, scheme):
+    x_t, w_t = case.inputs[0], case.inputs[1]
+    _check_rank(case, 1, 2, "weights [out, in]")
+    _check_weight_axis(case, 0)
+    o, k = w_t.shape
+    if x_t.size % k:
+        raise QconformError(f"input has {x_t.size} elements, not a multiple of the {k} weight columns",
+                            field="inputs[0].shape", rule="FULLY_CONNECTED input size")
+    batch = x_t.size // k
+    if case.attrs.get("keep_num_dims"):
+        if x_t.shape[-1] != k:
+            raise QconformError(f"last input dimension must be {k} with keep_num_dims",
+                                field="inputs[0].shape", rule="FULLY_CONNECTED keep_num_dims")
+        want = tuple(x_t.shape[:-1]) + (o,)
+    else:
+        want = (batch, o)
+    _expect_shape(case, want, f"keep_num_dims={bool(case.attrs.get('keep_num_dims'))}")
+    x2 = np.asarray(x_t.data).reshape(batch, k)
+    w = np.asarray(w_t.data).reshape(o, k)
+    z_w = 0 if w_t.per_axis else zp(w_t)
+    bias = _bias(case, 2, o)
+    acc = fc_acc(x2, zp(x_t), w, z_w)
+    acc += bias
+    bound = None if z_w else _acc_bound(k, x2, zp(x_t), w, bias)
+    out = case.outputs[0]
+    lo, hi = act_range(case, out)
+    s_in, s_out = scale(x_t), scale(out)
+    s_w = _weight_scales(w_t, o)
+    if _is_litert_ref(scheme):
+        real = np.float64(s_in) * s_w / np.float64(s_out)
+        return [_requantize_double_round(_wrap(acc, scheme, bound), real, zp(out), lo, hi)]
+    if w_t.per_axis or not scheme.is_fixed:
+        real = _channel_multiplier(scheme, s_in, s_w, s_out)
+    else:
+        real = _product_multiplier(scheme, s_in, float(s_w[0]), s_out)
+    return [_requantize(scheme, _wrap(acc, scheme, bound), real, zp(out), lo, hi)]
+
+
+@register("BATCH_MATMUL")
+def batch_matmul(case, scheme):
+    a_t, b_t = case.inputs[0], case.inputs[1]
+    for i, t in enumerate((a_t, b_t)):
+        if not 2 <= len(t.shape) <= 5:
+            raise QconformError(f"rank must be 2..5 (got shape {list(t.shape)})",
+                                field=f"inputs[{i}].shape", rule="BATCH_MATMUL rank")
+    a = np.asarray(a_t.data).reshape(a_t.shape)
+    b = np.asarray(b_t.data).reshape(b_t.shape)
+    if case.attrs.get("adj_x"):
+        a = np.swapaxes(a, -1, -2)
+    if case.attrs.get("adj_y"):
+        b = np.swapaxes(b, -1, -2)
+    if a.shape[-1] != b.shape[-2]:
+        raise QconformError(f"contracted dimensions differ: {a.shape[-1]} vs {b.shape[-2]}",
+                            field="inputs[1].shape", rule="BATCH_MATMUL shapes (adj_x / adj_y applied)")
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise QconformError(f"batch dimensions {list(a.shape[:-2])} and {list(b.shape[:-2])} do not "
+                            f"broadcast", field="inputs[1].shape", rule="BATCH_MATMUL broadcasting") from None
+    _expect_shape(case, tuple(batch) + (a.shape[-2], b.shape[-1]), "BATCH_MATMUL")
+    acc = batch_matmul_acc(a, zp(a_t), b, zp(b_t))
+    bound = a.shape[-1] * _dev(a, zp(a_t)) * _dev(b, zp(b_t))
+    out = case.outputs[0]
+    lo, hi = qrange(out)            # BATCH_MATMUL has no fused activation
+    if scheme.is_fixed or scheme.exact:
+        real = _product_multiplier(scheme, scale(a_t), scale(b_t), scale(out))
+    else:
+        real = scheme.real_multiplier(scale(a_t), scale(b_t), den=scale(out))
+    return [_requantize(scheme, _wrap(acc, scheme, bound), real, zp(out), lo, hi)]

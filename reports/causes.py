@@ -1,0 +1,219 @@
+"""Mismatch causes and per-scheme exactness of one (case, target) result.
+
+For every element where a target's output differs from the golden, :func:`analyse`
+gives the likely cause, as one label, tried in this order:
+
+``tie``          the exact (unrounded) result sits on k.5 (within ``TIE_EPS`` LSB) and
+                 the target returned one of its two neighbours: the kernel broke the
+                 tie the other way;
+``scheme``       another named requantization scheme (``reference/schemes.py``) gives
+                 exactly the target's value: the kernel uses different arithmetic;
+``saturation``   the wanted or the returned code is at a limit of the output dtype;
+``unexplained``  none of these: what a kernel team must look at first.
+
+The same pass counts, for every kernel scheme, how many elements of the target's
+output that scheme reproduces exactly (``scheme_exact``); the summary turns these into
+``best_scheme`` per (op, target). Everything here is vectorized and uses the goldens the
+runner already caches per case digest and scheme, so each scheme's golden is computed
+once per case whatever the number of targets.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+import numpy as np
+
+CAUSES = ("tie", "scheme", "saturation", "unexplained")
+CAUSE_TEXT = {
+    "tie": "rounding tie (exact value on k.5)",
+    "scheme": "rounding scheme (another scheme gives the target's value)",
+    "saturation": "saturation (want or got at a dtype limit)",
+    "unexplained": "unexplained",
+}
+#: how close (in output LSB) the exact result must be to k.5 to count as a tie. A fixed-point
+#: multiplier is exact to ~2^-31 relative, so a tie of the integer kernel lies within ~1e-6
+#: LSB of k.5 for outputs up to ~2^11 LSB before clamping.
+TIE_EPS = 1e-6
+#: error histogram bins: |err| above this is pooled into "<-N" / ">N"
+HIST_LIMIT = 16
+
+
+def _ordinal(arr: np.ndarray, dtype: str) -> np.ndarray:
+    """Codes as int64; float32 values as ordinals whose differences count ULPs (as compare does)."""
+    if dtype == "float32":
+        from suite.compare import _float_ordinal
+        return _float_ordinal(arr)
+    return np.asarray(arr).astype(np.int64)
+
+
+def error_histogram(errors: Iterable[np.ndarray]) -> dict[str, int]:
+    """{error in LSB: count} over the non-zero errors, |err| > HIST_LIMIT pooled (JSON keys)."""
+    parts = [np.asarray(e, dtype=np.int64).ravel() for e in errors]
+    e = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    e = e[e != 0]
+    if not e.size:
+        return {}
+    out: dict[str, int] = {}
+    lo, hi = e < -HIST_LIMIT, e > HIST_LIMIT
+    if lo.any():
+        out[f"<-{HIST_LIMIT}"] = int(lo.sum())
+    mid = e[~(lo | hi)]
+    vals, counts = np.unique(mid, return_counts=True)
+    out.update({str(int(v)): int(c) for v, c in zip(vals, counts)})
+    if hi.any():
+        out[f">{HIST_LIMIT}"] = int(hi.sum())
+    return out
+
+
+def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
+            golden: Callable[[str], list[np.ndarray]], run_scheme: str,
+            schemes: list[str] | None = None) -> dict:
+    """Per-scheme exact counts, mismatch causes and the error histogram of one result.
+
+    ``errors`` are got - want per output (``Comparison.errors``: LSB, or ULP for float32),
+    ``want`` the golden under ``run_scheme``, ``golden(name)`` the (cached) golden under
+    another scheme. Returns the row fields ``scheme_exact`` ({scheme: exactly reproduced
+    elements}), and when anything mismatches ``causes`` ({label: elements}),
+    ``cause_schemes`` ({scheme: mismatching elements it reproduces}) and ``err_hist``.
+    """
+    from reference.schemes import kernel_schemes
+    from suite.dtypes import DTYPES
+
+    names = list(schemes) if schemes is not None else kernel_schemes()
+    specs = case.outputs
+    got = [_ordinal(w, s.dtype).reshape(np.shape(e)) + e for w, e, s in zip(want, errors, specs)]
+    mism = [e != 0 for e in errors]
+    n_mism = int(sum(int(m.sum()) for m in mism))
+
+    scheme_exact: dict[str, int] = {}
+    explained = [np.zeros(m.shape, bool) for m in mism]
+    cause_schemes: dict[str, int] = {}
+    for name in names:
+        if name == run_scheme:
+            scheme_exact[name] = int(sum(int((~m).sum()) for m in mism))
+            continue
+        try:
+            outs = golden(name)
+        except Exception:       # a golden without this scheme: no count rather than a wrong one
+            continue
+        total, hits = 0, 0
+        for k, (o, g, s) in enumerate(zip(outs, got, specs)):
+            eq = _ordinal(o, s.dtype).reshape(g.shape) == g
+            total += int(eq.sum())
+            if n_mism:
+                h = eq & mism[k]
+                hits += int(h.sum())
+                explained[k] |= h
+        scheme_exact[name] = total
+        if hits:
+            cause_schemes[name] = hits
+    out: dict = {"scheme_exact": scheme_exact}
+    if not n_mism:
+        return out
+
+    exact = None
+    try:
+        exact = golden("exact")
+    except Exception:
+        pass
+    counts = dict.fromkeys(CAUSES, 0)
+    for k, (m, g, w, s) in enumerate(zip(mism, got, want, specs)):
+        if not m.any():
+            continue
+        info = DTYPES[s.dtype]
+        left = m.copy()
+        if exact is not None and info.qmin is not None:
+            x = np.asarray(exact[k], dtype=np.float64).reshape(g.shape)
+            fl = np.floor(x)
+            tie = left & (np.abs(x - fl - 0.5) <= TIE_EPS) & ((g == fl) | (g == fl + 1))
+            counts["tie"] += int(tie.sum())
+            left &= ~tie
+        sch = left & explained[k]
+        counts["scheme"] += int(sch.sum())
+        left &= ~sch
+        if info.qmin is not None:
+            wi = _ordinal(w, s.dtype).reshape(g.shape)
+            at_limit = (wi == info.qmin) | (wi == info.qmax) | (g == info.qmin) | (g == info.qmax)
+            sat = left & at_limit
+            counts["saturation"] += int(sat.sum())
+            left &= ~sat
+        counts["unexplained"] += int(left.sum())
+    out["causes"] = {k: v for k, v in counts.items() if v}
+    if cause_schemes:
+        out["cause_schemes"] = cause_schemes
+    out["err_hist"] = error_histogram(errors)
+    return out
+
+
+# ----------------------------------------------------------------------------- aggregation
+
+def best_scheme(rows: Iterable[dict], prefer: str | None = None) -> tuple[str | None, float | None]:
+    """The scheme reproducing the most elements over ``rows`` (their ``scheme_exact``), and its %.
+
+    Ties go to ``prefer`` (the run's scheme), then to the order of ``kernel_schemes()``.
+    """
+    from reference.schemes import kernel_schemes
+    totals: dict[str, int] = {}
+    elements = 0
+    for r in rows:
+        se = r.get("scheme_exact")
+        if not isinstance(se, dict) or not r.get("elements"):
+            continue
+        elements += int(r["elements"])
+        for name, n in se.items():
+            totals[name] = totals.get(name, 0) + int(n)
+    if not elements or not totals:
+        return None, None
+    order = kernel_schemes()
+    rank = {n: i + 1 for i, n in enumerate(order)}
+    if prefer:
+        rank[prefer] = 0
+    name = max(totals, key=lambda n: (totals[n], -rank.get(n, len(order) + 1)))
+    return name, round(100.0 * totals[name] / elements, 3)
+
+
+def cause_counts(rows: Iterable[dict]) -> dict[str, int]:
+    """Mismatching elements per cause label over ``rows``."""
+    out = dict.fromkeys(CAUSES, 0)
+    for r in rows:
+        c = r.get("causes")
+        if isinstance(c, dict):
+            for k, v in c.items():
+                if k in out:
+                    out[k] += int(v)
+    return out
+
+
+def summary_columns(group_rows: list[dict], prefer: str | None = None) -> dict:
+    """The summary's extra columns for one (op, target): best scheme and cause counts."""
+    name, pct = best_scheme(group_rows, prefer)
+    cols: dict = {"best_scheme": name, "best_scheme_exact_pct": pct}
+    for k, v in cause_counts(group_rows).items():
+        cols[f"cause_{k}"] = v
+    return cols
+
+
+def merge_hist(rows: Iterable[dict]) -> dict[str, int]:
+    """Sum the rows' ``err_hist`` and add the exact elements as bin "0"."""
+    out: dict[str, int] = {}
+    zero = 0
+    for r in rows:
+        if r.get("elements") is None:
+            continue
+        zero += int(r.get("elements") or 0) - int(r.get("mismatches") or 0)
+        h = r.get("err_hist")
+        if isinstance(h, dict):
+            for k, v in h.items():
+                out[k] = out.get(k, 0) + int(v)
+    if zero:
+        out["0"] = out.get("0", 0) + zero
+    return out
+
+
+def hist_key_order(key: str) -> float:
+    if key.startswith("<"):
+        return -1e9
+    if key.startswith(">"):
+        return 1e9
+    return float(key)

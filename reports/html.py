@@ -1,0 +1,332 @@
+"""``index.html``: a self-contained report of one run (no network needed to open it).
+
+Built from results.jsonl alone (plus run.json and certificate.json when present), so
+``qconform report RUN_DIR`` rebuilds it for any run, interrupted ones included.
+Sections, in order: alerts (interrupted run, waiver problems), the op x target matrix
+(coloured by bit-exact %, failures outlined), the summary table, mismatch causes
+(unexplained first), per-op error histograms in LSB, latency per op and target,
+failing cases with their reproduction commands, unsupported cases, the run's facts.
+Charts are PNGs embedded as base64 data URIs; tables sort by clicking a header.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from .causes import CAUSE_TEXT, CAUSES, hist_key_order, merge_hist
+from .results import ERROR_STATUSES, FAIL, PASS, UNSUPPORTED, WAIVED, read_rows
+
+INDEX = "index.html"
+BAD = (FAIL,) + ERROR_STATUSES
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.2em 2em;color:#222}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:13px;margin:.5em 0}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f2f2f2}table.sortable th{cursor:pointer}table.sortable th:hover{background:#e4e4e4}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.cell{text-align:center;min-width:6em}td.cell.failing{outline:3px solid #000;outline-offset:-3px;font-weight:bold}
+.alert{background:#fdecea;border:2px solid #c0392b;padding:.6em 1em;margin:.6em 0}
+.note{background:#fff8e1;border:1px solid #f1c40f;padding:.5em 1em;margin:.6em 0}
+code{font-size:12px;background:#f6f6f6;padding:1px 3px;word-break:break-all}
+img{max-width:100%;border:1px solid #eee;margin:4px}
+.hists{display:flex;flex-wrap:wrap;gap:6px}
+.muted{color:#777}.wide{overflow-x:auto}.wide td{white-space:nowrap}
+"""
+
+_JS = """
+window.addEventListener('load',function(){document.querySelectorAll('img').forEach(function(i){
+  i.setAttribute('data-w',i.naturalWidth);});document.body.setAttribute('data-loaded','1');});
+document.querySelectorAll('table.sortable').forEach(function(t){
+  t.querySelectorAll('th').forEach(function(th,i){
+    th.addEventListener('click',function(){
+      var tb=t.tBodies[0],rows=Array.from(tb.rows),asc=th.dataset.dir!=='asc';
+      t.querySelectorAll('th').forEach(function(h){h.dataset.dir='';});th.dataset.dir=asc?'asc':'desc';
+      function key(r){var c=r.cells[i];var v=c.dataset.v!==undefined?c.dataset.v:c.textContent.trim();
+        var n=parseFloat(v);return (v!==''&&!isNaN(n)&&isFinite(v))?n:v.toLowerCase();}
+      rows.sort(function(a,b){var x=key(a),y=key(b);
+        if(typeof x===typeof y){return (x<y?-1:x>y?1:0)*(asc?1:-1);}return (typeof x==='number'?-1:1)*(asc?1:-1);});
+      rows.forEach(function(r){tb.appendChild(r);});
+    });
+  });
+});
+"""
+
+
+def _e(v: Any) -> str:
+    return html.escape("" if v is None else str(v))
+
+
+def _fmt(v: Any) -> str:
+    from .summary import _fmt as f
+    return f(v)
+
+
+def _img(png: bytes, alt: str, id_: str | None = None, cls: str | None = None) -> str:
+    b64 = base64.b64encode(png).decode()
+    attrs = f' id="{id_}"' if id_ else ""
+    attrs += f' class="{cls}"' if cls else ""
+    return f'<img{attrs} alt="{_e(alt)}" src="data:image/png;base64,{b64}">'
+
+
+def _table(cols: list[str], rows: list[list[Any]], id_: str | None = None, numeric: set[str] = frozenset(),
+           raw: set[str] = frozenset()) -> str:
+    out = [f'<table class="sortable"{f" id={chr(34)}{id_}{chr(34)}" if id_ else ""}><thead><tr>']
+    out += [f"<th>{_e(c)}</th>" for c in cols]
+    out.append("</tr></thead><tbody>")
+    for r in rows:
+        out.append("<tr>")
+        for c, v in zip(cols, r):
+            if c in raw:
+                out.append(f"<td>{v}</td>")
+            elif c in numeric:
+                dv = "" if v is None or (isinstance(v, float) and math.isnan(v)) else v
+                out.append(f'<td class="num" data-v="{_e(dv)}">{_e(_fmt(v))}</td>')
+            else:
+                out.append(f"<td>{_e(_fmt(v) if isinstance(v, float) else v)}</td>")
+        out.append("</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _cell_color(pct: float | None, failed: int, ran: int) -> str:
+    if pct is None:
+        return "#eeeeee"
+    if pct >= 100.0:
+        return "#a9dfbf"
+    if failed:
+        return "#f5b7b1" if pct >= 99 else "#ec7063"
+    return "#f9e79f" if pct >= 99 else "#f8c471"
+
+
+def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info: dict | None = None,
+               certificate: dict | None = None) -> str:
+    from . import plots
+    from .runinfo import read_run_info
+    from .summary import summarize
+    d = Path(report_dir)
+    rows = read_rows(d) if rows is None else rows
+    run_info = read_run_info(d) if run_info is None else run_info
+    if certificate is None:
+        try:
+            certificate = json.loads((d / "certificate.json").read_text())
+        except (OSError, ValueError):
+            certificate = None
+    df = summarize(rows)
+    ops = list(dict.fromkeys(r.get("op") for r in rows if r.get("op")))
+    targets = list(dict.fromkeys(r.get("target") for r in rows if r.get("target")))
+    s = {(r["op"], r["target"]): r for r in df.to_dict("records")} if len(df) else {}
+
+    parts: list[str] = []
+    run_id = (run_info or {}).get("run_id") or next((r.get("run_id") for r in rows if r.get("run_id")), "?")
+    parts.append(f"<h1>qconform report &mdash; run {_e(run_id)}</h1>")
+    n_bad = sum(1 for r in rows if r.get("status") in BAD)
+    parts.append(f'<p>{len(rows)} results, {len(ops)} ops, {len(targets)} targets: '
+                 f'{sum(1 for r in rows if r.get("status") == PASS)} passed, {n_bad} failed or errored, '
+                 f'{sum(1 for r in rows if r.get("status") == WAIVED)} waived, '
+                 f'{sum(1 for r in rows if r.get("status") == UNSUPPORTED)} unsupported.</p>')
+
+    # ---- alerts
+    if run_info is None:
+        parts.append('<div class="alert" id="alert-interrupted">No run.json: this report was rebuilt from '
+                     'results.jsonl alone (the run may have been interrupted before it started writing it).</div>')
+    elif not run_info.get("finished"):
+        parts.append('<div class="alert" id="alert-interrupted">This run did not finish (interrupted or still '
+                     'running): the tables show the results written so far.</div>')
+    elif run_info.get("exit_status") == 2:
+        parts.append('<div class="alert" id="alert-interrupted">This run was interrupted (pytest exit status 2): '
+                     'the tables show the results written before it stopped.</div>')
+    expired = [r for r in rows if r.get("waiver_expired")]
+    unneeded = [r for r in rows if r.get("waiver_unneeded")]
+    if expired or unneeded:
+        items = [f"<li>EXPIRED waiver {_e(r['waiver_expired'])}: {_e(r['case_id'])} on {_e(r['target'])} "
+                 f"fails again</li>" for r in expired]
+        items += [f"<li>waiver {_e(r['waiver_unneeded'])} is no longer needed: {_e(r['case_id'])} on "
+                  f"{_e(r['target'])} now passes</li>" for r in unneeded]
+        parts.append(f'<div class="alert" id="alert-waivers"><b>Waivers need attention</b><ul>{"".join(items)}</ul></div>')
+    if certificate:
+        for p in certificate.get("waiver_problems", []):
+            parts.append(f'<div class="alert">certificate: {_e(p)}</div>')
+
+    # ---- matrix
+    parts.append('<h2 id="matrix-section">Op x target matrix</h2>')
+    parts.append('<p class="muted">Cell: bit-exact % of elements, passed/cases; green: every element exact; '
+                 'yellow: within tolerance; red: failing cases (outlined).</p>')
+    hdr = "".join(f"<th>{_e(t)}</th>" for t in targets)
+    mrows = []
+    for op in ops:
+        cells = []
+        for t in targets:
+            r = s.get((op, t))
+            if r is None:
+                cells.append('<td class="cell" style="background:#fff">&nbsp;</td>')
+                continue
+            pct = r.get("bit_exact_pct")
+            pct = None if pct is None or (isinstance(pct, float) and math.isnan(pct)) else float(pct)
+            failed = int(r.get("failed") or 0) + int(r.get("errors") or 0)
+            ran = int(r.get("cases") or 0) - int(r.get("unsupported") or 0)
+            mark = "&#10004;" if not failed and ran else ("&#10008;" if failed else "&ndash;")
+            label = "unsupported" if pct is None else f"{_fmt(pct)}%"
+            cls = "cell failing" if failed else "cell"
+            cells.append(f'<td class="{cls}" data-v="{"" if pct is None else pct}" '
+                         f'style="background:{_cell_color(pct, failed, ran)}" '
+                         f'title="{_e(op)} on {_e(t)}">{mark} {label}<br><small>{r.get("passed")}/{r.get("cases")}'
+                         f'{f" &middot; {failed} failed" if failed else ""}</small></td>')
+        mrows.append(f"<tr><td>{_e(op)}</td>{''.join(cells)}</tr>")
+    parts.append(f'<table class="sortable" id="matrix"><thead><tr><th>op</th>{hdr}</tr></thead>'
+                 f'<tbody>{"".join(mrows)}</tbody></table>')
+    if ops and targets:
+        pct = {k: (None if v.get("bit_exact_pct") is None or (isinstance(v.get("bit_exact_pct"), float)
+                                                           and math.isnan(v["bit_exact_pct"]))
+                   else float(v["bit_exact_pct"])) for k, v in s.items()}
+        failed = {k: int(v.get("failed") or 0) + int(v.get("errors") or 0) for k, v in s.items()}
+        parts.append(_img(plots.matrix_png(ops, targets, pct, failed), "bit-exact matrix", "matrix-plot"))
+
+    # ---- summary
+    parts.append('<h2 id="summary-section">Summary per op and target</h2>')
+    if len(df):
+        cols = list(df.columns)
+        numeric = {c for c in cols if c not in ("op", "target", "device", "best_scheme", "findings")}
+        parts.append('<div class="wide">' + _table(cols, [[r.get(c) for c in cols] for r in df.to_dict("records")],
+                                                   "summary", numeric) + "</div>")
+    else:
+        parts.append("<p>(no results)</p>")
+
+    # ---- causes
+    parts.append('<h2 id="causes-section">Mismatch causes</h2>')
+    parts.append("<p>Every mismatching element is labelled: " + "; ".join(
+        f"<b>{c}</b>: {_e(CAUSE_TEXT[c])}" for c in CAUSES) + ". Unexplained ones come first: a kernel team "
+        "looks at those before anything else.</p>")
+    crow = []
+    for (op, t), r in s.items():
+        counts = {c: int(r.get(f"cause_{c}") or 0) for c in CAUSES}
+        if sum(counts.values()):
+            crow.append([op, t, counts["unexplained"], counts["saturation"], counts["scheme"], counts["tie"],
+                         sum(counts.values()), r.get("best_scheme"), r.get("best_scheme_exact_pct")])
+    crow.sort(key=lambda x: (-x[2], -x[6]))
+    if crow:
+        cols = ["op", "target", "unexplained", "saturation", "scheme", "tie", "mismatches", "best_scheme",
+                "best_scheme_exact_pct"]
+        parts.append(_table(cols, crow, "causes", set(cols[2:7] + ["best_scheme_exact_pct"])))
+        parts.append(_img(plots.causes_png([f"{x[0]} @ {x[1]}" for x in crow],
+                                           {c: [x[2 + i] for x in crow] for i, c in
+                                            enumerate(["unexplained", "saturation", "scheme", "tie"])}),
+                          "mismatch causes", "causes-plot"))
+    else:
+        parts.append("<p>No mismatching elements.</p>")
+
+    # ---- histograms
+    parts.append('<h2 id="histograms-section">Error histograms per op (LSB)</h2>')
+    by_op: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r.get("elements") is not None and r.get("status") != UNSUPPORTED:
+            by_op[r["op"]][r["target"]].append(r)
+    imgs = []
+    for op in ops:
+        hists = {t: merge_hist(rs) for t, rs in by_op.get(op, {}).items()}
+        hists = {t: h for t, h in hists.items() if h}
+        if hists:
+            imgs.append(_img(plots.histogram_png(op, hists, hist_key_order), f"{op} error histogram",
+                             f"hist-{op}", "histogram"))
+    parts.append(f'<div class="hists">{"".join(imgs)}</div>' if imgs else "<p>No compared outputs.</p>")
+
+    # ---- latency
+    parts.append('<h2 id="latency-section">Latency per op and target</h2>')
+    p50 = {k: (None if v.get("p50_latency_us") is None or (isinstance(v.get("p50_latency_us"), float)
+                                                           and math.isnan(v["p50_latency_us"]))
+               else float(v["p50_latency_us"])) for k, v in s.items()}
+    if any(v for v in p50.values()):
+        parts.append(_img(plots.latency_png(ops, targets, p50), "latency chart", "latency-plot"))
+        lat_rows = [[op] + [p50.get((op, t)) for t in targets] for op in ops]
+        parts.append(_table(["op"] + [f"{t} p50 µs" for t in targets], lat_rows, "latency",
+                            {f"{t} p50 µs" for t in targets}))
+    else:
+        parts.append("<p>No latency samples.</p>")
+
+    # ---- failing cases
+    parts.append('<h2 id="failures-section">Failing cases</h2>')
+    bad = [r for r in rows if r.get("status") in BAD + (WAIVED,)]
+    bad.sort(key=lambda r: (-int((r.get("causes") or {}).get("unexplained", 0) > 0),
+                            r.get("status") == WAIVED, -(r.get("max_abs_lsb") or 0), r.get("case_id", "")))
+    if bad:
+        frows = []
+        for r in bad:
+            causes = ", ".join(f"{k} {v}" for k, v in (r.get("causes") or {}).items())
+            first = ""
+            if r.get("first_index") is not None:
+                first = f"out {r.get('first_output')} {r.get('first_index')}: got {r.get('got')}, want {r.get('want')}"
+            repro = f"<code>{_e(r.get('repro', ''))}</code>"
+            if r.get("failure_file"):
+                repro += (f"<br><span class=muted>smallest failing input:</span> <code>qconform shrink "
+                          f"{_e(r['failure_file'])} --target {_e(r['target'])}</code>")
+            frows.append([r.get("case_id"), r.get("target"), r.get("status"), r.get("max_abs_lsb"),
+                          r.get("mismatches"), r.get("elements"), causes, first, r.get("reason", ""), repro])
+        cols = ["case", "target", "status", "max_abs_lsb", "mismatches", "elements", "causes", "first mismatch",
+                "reason", "reproduce"]
+        parts.append(_table(cols, frows, "failures", {"max_abs_lsb", "mismatches", "elements"}, {"reproduce"}))
+    else:
+        parts.append("<p>No failing cases.</p>")
+
+    # ---- unsupported
+    uns: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for r in rows:
+        if r.get("status") == UNSUPPORTED:
+            uns[(r.get("target"), r.get("reason", ""))].append(r.get("case_id"))
+    if uns:
+        parts.append('<h2 id="unsupported-section">Unsupported</h2>')
+        urows = [[t, len(ids), why, ", ".join(ids[:8]) + (" ..." if len(ids) > 8 else "")]
+                 for (t, why), ids in sorted(uns.items(), key=lambda kv: -len(kv[1]))]
+        parts.append(_table(["target", "cases", "reason", "cases (first 8)"], urows, "unsupported", {"cases"}))
+
+    # ---- certificate
+    if certificate:
+        parts.append('<h2 id="certificate-section">Certificate</h2>')
+        crow2 = [[o.get("target"), o.get("spec"), o.get("op"), o.get("verdict"), o.get("counts", {}).get("cases"),
+                  o.get("counts", {}).get("failed"), o.get("case_digest")] for o in certificate.get("ops", [])]
+        parts.append(_table(["target", "spec", "op", "verdict", "cases", "failed", "case set digest"], crow2,
+                            "certificate", {"cases", "failed"}))
+
+    # ---- run facts
+    parts.append('<h2 id="run-section">Run</h2>')
+    if run_info:
+        facts = [["suite", run_info.get("suite_version")],
+                 ["git commit", f"{(run_info.get('git') or {}).get('commit')}"
+                                f"{' (dirty)' if (run_info.get('git') or {}).get('dirty') else ''}"],
+                 ["started / finished", f"{run_info.get('started')} / {run_info.get('finished')}"],
+                 ["options", json.dumps(run_info.get("options"), sort_keys=True)],
+                 ["host", json.dumps(run_info.get("host"), sort_keys=True)]]
+        for t, info in (run_info.get("targets") or {}).items():
+            facts.append([f"target {t}", json.dumps(info.get("versions"), sort_keys=True)
+                          + (f" devices: {json.dumps(info.get('devices'))}" if info.get("devices") else "")])
+        for t, why in (run_info.get("unavailable_targets") or {}).items():
+            facts.append([f"target {t}", f"unavailable: {why}"])
+        if run_info.get("cost"):
+            facts.append(["cost", json.dumps(run_info["cost"], sort_keys=True)])
+        parts.append(_table(["what", "value"], facts, "run"))
+    else:
+        parts.append("<p>No run.json.</p>")
+
+    body = "\n".join(parts)
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width,initial-scale=1">'
+            f"<title>qconform report {_e(run_id)}</title><style>{_CSS}</style></head>\n"
+            f"<body>\n{body}\n<script>{_JS}</script>\n</body></html>\n")
+
+
+def write_html(report_dir: str | Path, rows: list[dict] | None = None, run_info: dict | None = None,
+               certificate: dict | None = None) -> Path:
+    import os
+    d = Path(report_dir)
+    text = build_html(d, rows, run_info, certificate)
+    p = d / INDEX
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, p)
+    return p

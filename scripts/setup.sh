@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Set up qconform on a fresh machine: a virtual environment in .venv with the suite and
+# every runtime it tests (LiteRT, ONNX Runtime, onnxruntime-qnn), installed editable.
+#
+#   bash scripts/setup.sh          # the suite and its runtimes
+#   bash scripts/setup.sh --dev    # + what the project's own tests need: hypothesis, pytest-xdist,
+#                                  #   and Debian's openssh-server, adb and chromium (apt, as root
+#                                  #   or through sudo; skipped with a note when neither is possible)
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEV=0
+for a in "$@"; do
+  case "$a" in
+    --dev) DEV=1 ;;
+    *) echo "setup.sh: unknown option $a (known: --dev)" >&2; exit 2 ;;
+  esac
+done
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+if [ "$DEV" = 1 ]; then
+  .venv/bin/python -m pip install -q -e '.[all,dev]'
+else
+  .venv/bin/python -m pip install -q -e '.[all]'
+fi
+
+if [ "$DEV" = 1 ]; then
+  need=()
+  command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+  command -v adb >/dev/null 2>&1 || need+=(adb)
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  if [ "${#need[@]}" -gt 0 ]; then
+    if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else SUDO="none"; fi
+    if [ "$SUDO" = none ]; then
+      echo "setup.sh: cannot install ${need[*]} (not root, no sudo): the tests that need them will skip" >&2
+    else
+      export DEBIAN_FRONTEND=noninteractive
+      $SUDO apt-get update -qq >/dev/null
+      $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    fi
+  fi
+fi
+.venv/bin/python -m suite targets >/dev/null
+echo "setup.sh: ready (.venv)"

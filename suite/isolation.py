@@ -1,0 +1,404 @@
+"""Process isolation: a target's cases run in a worker process, so crashes and hangs become verdicts.
+
+Targets that run native code (``isolate = True`` on the class: LiteRT, ONNX Runtime,
+onnxruntime-qnn, and every ``module:Class`` target unless it says otherwise) are
+driven through an :class:`Isolator`. It keeps one worker process per target
+(``python -m suite.worker``, see :mod:`suite.worker`), reused across batches, and
+turns every way a case can go wrong into the verdict of *that* case:
+
+* the worker dies (SIGSEGV, SIGABRT, ``exit()`` in a kernel, ...) -> ``crash`` for the
+  case in flight, with the signal (or exit status) and the tail of the worker's
+  stderr (faulthandler's Python stack included); a fresh worker takes the rest;
+* no outcome within the per-case timeout -> ``timeout``; the worker (its whole
+  process group) is killed and replaced;
+* a target that overrides ``run()`` (batching cases into one invoke) reports nothing
+  until its batch ends: a crash or hang of such a batch cannot be attributed, so the
+  batch is run again one case at a time (per-case timeouts, fresh workers);
+* a worker that cannot even create the target -> ``error`` for the batch, with why.
+
+What the target returns is checked by :func:`check_outcomes` (also for in-process
+targets): anything but one :class:`~targets.base.Outcome` per case becomes ``error``.
+Wrong shapes, dtypes and NaNs in the outputs are found by :mod:`suite.compare`.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from targets.base import Outcome, Target
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_TIMEOUT = 60.0        # seconds per case
+START_TIMEOUT = 120.0         # seconds for a worker to start and build its target
+CLOSE_TIMEOUT = 5.0
+OUTCOME_STATUSES = ("ok", "unsupported", "error", "crash", "timeout", "infra")
+_TIMEOUT, _DEAD = "timeout", "dead"
+
+
+# ----------------------------------------------------------------------------- what may be isolated
+
+def wants_isolation(target) -> bool:
+    """Whether ``target`` asks for a worker process (class attribute ``isolate``, default True)."""
+    return bool(getattr(target, "isolate", True))
+
+
+def spec_of(target) -> dict[str, Any] | None:
+    """How a worker re-creates ``target``: its importable class and options; None if it cannot."""
+    cls = type(target)
+    mod, qual = cls.__module__, cls.__qualname__
+    if mod in ("__main__", "__mp_main__") or "<locals>" in qual:
+        return None
+    options = dict(getattr(target, "options", {}) or {})
+    try:
+        pickle.dumps(options)
+    except Exception:
+        return None
+    return {"module": mod, "qualname": qual, "name": getattr(target, "name", None), "options": options}
+
+
+def batches_per_case(target) -> bool:
+    """True when the target runs a batch case by case (it does not override ``Target.run``)."""
+    run = getattr(type(target), "run", None)
+    return run is None or run is Target.run
+
+
+# ----------------------------------------------------------------------------- checking outcomes
+
+def check_outcome(o: Any) -> Outcome:
+    """``o`` if it is a well-formed Outcome, else an ``error`` outcome saying what was wrong."""
+    if not isinstance(o, Outcome):
+        return Outcome.error(f"target returned {type(o).__name__} instead of an Outcome")
+    if o.status not in OUTCOME_STATUSES:
+        return Outcome.error(f"target returned an Outcome with unknown status {o.status!r}")
+    if not isinstance(o.info, dict):
+        o.info = {}
+    if o.status == "ok":
+        import numpy as np
+        if not isinstance(o.outputs, (list, tuple)):
+            return Outcome.error(f"target returned outputs of type {type(o.outputs).__name__}, "
+                                 f"not a list of arrays")
+        try:
+            o.outputs = [np.asarray(x) for x in o.outputs]
+        except Exception as e:
+            return Outcome.error(f"target returned outputs that are not arrays: {type(e).__name__}: {e}")
+        try:
+            o.latency_us = [float(x) for x in (o.latency_us or [])]
+        except (TypeError, ValueError):
+            o.latency_us = []
+    return o
+
+
+def check_outcomes(outs: Any, n: int) -> list[Outcome]:
+    """Exactly ``n`` checked outcomes (a wrong count is an error for every case)."""
+    if not isinstance(outs, (list, tuple)) or len(outs) != n:
+        got = f"{len(outs)} outcomes" if isinstance(outs, (list, tuple)) else type(outs).__name__
+        return [Outcome.error(f"target returned {got} for {n} cases") for _ in range(n)]
+    return [check_outcome(o) for o in outs]
+
+
+# ----------------------------------------------------------------------------- one worker process
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+class Worker:
+    """One ``python -m suite.worker`` process hosting one target instance."""
+
+    def __init__(self, spec: dict[str, Any], start_timeout: float = START_TIMEOUT):
+        self.log_fd = _anonymous_log()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        env.setdefault("PYTHONFAULTHANDLER", "1")
+        self.proc = subprocess.Popen([sys.executable, "-m", "suite.worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log_fd, start_new_session=True,
+                                     env=env, close_fds=True)
+        self._buf = bytearray()
+        self.started = time.perf_counter()
+        self.send(("init", spec, list(sys.path), os.getpid()))
+        self.ready = self.recv(start_timeout)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def send(self, msg) -> bool:
+        """Send one frame; False if the worker is gone."""
+        from .worker import send
+        try:
+            send(self.proc.stdin.fileno(), msg)
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+
+    def recv(self, timeout: float):
+        """("msg", obj) | ("bad", text) | _TIMEOUT | _DEAD."""
+        from .worker import _HEAD
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while True:
+            if len(self._buf) >= _HEAD.size:
+                (n,) = _HEAD.unpack_from(self._buf)
+                if len(self._buf) >= _HEAD.size + n:
+                    body = bytes(self._buf[_HEAD.size:_HEAD.size + n])
+                    del self._buf[:_HEAD.size + n]
+                    try:
+                        return ("msg", pickle.loads(body))
+                    except Exception as e:
+                        return ("bad", f"{type(e).__name__}: {e}")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return _TIMEOUT
+            try:
+                r, _, _ = select.select([fd], [], [], left)
+            except InterruptedError:
+                continue
+            if not r:
+                continue
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return _DEAD
+            self._buf += chunk
+
+    def clear_log(self) -> None:
+        try:
+            os.ftruncate(self.log_fd, 0)
+        except OSError:
+            pass
+
+    def log_tail(self, limit: int = 1500) -> str:
+        """The last lines the worker wrote to stderr (faulthandler's stack on a crash)."""
+        try:
+            size = os.fstat(self.log_fd).st_size
+            raw = os.pread(self.log_fd, limit, max(0, size - limit))
+        except OSError:
+            return ""
+        lines = [ln.rstrip() for ln in raw.decode("utf-8", "replace").splitlines()]
+        noise = ("Extension modules:", "Current thread", "Stack (most recent", "Thread 0x")
+        lines = [ln for ln in lines if ln.strip() and not ln.startswith(noise)
+                 and "suite/worker.py" not in ln and "<frozen runpy>" not in ln]
+        return " | ".join(ln.strip() for ln in lines[-10:])[-1200:]
+
+    def exit_status(self, wait: float = 5.0) -> tuple[str, dict[str, Any]]:
+        """How the (dead) worker ended: text and row info (signal or exit status)."""
+        try:
+            rc = self.proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            rc = self.proc.wait()
+        if rc < 0:
+            name = _signal_name(-rc)
+            return f"worker process killed by {name} (signal {-rc})", {"signal": name}
+        return f"worker process exited with status {rc}", {"exit_status": rc}
+
+    def kill(self) -> None:
+        """Kill the worker and anything it started (its own session / process group)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+
+    def close(self, graceful: bool = True) -> None:
+        if graceful and self.proc.poll() is None and self.send(("close",)):
+            try:
+                self.proc.wait(timeout=CLOSE_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+        try:
+            self.proc.wait(timeout=CLOSE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pass
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+        try:
+            os.close(self.log_fd)
+        except OSError:
+            pass
+
+
+def _anonymous_log() -> int:
+    """A deleted temporary file opened O_APPEND (the worker's stderr; truncated per batch)."""
+    import tempfile
+    fd, path = tempfile.mkstemp(prefix="qconform-worker-", suffix=".log")
+    os.close(fd)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND)
+    os.unlink(path)
+    return fd
+
+
+# ----------------------------------------------------------------------------- the isolator
+
+class Isolator:
+    """Runs one target's batches in a worker process; one outcome per case, always."""
+
+    def __init__(self, target, timeout: float = DEFAULT_TIMEOUT, start_timeout: float = START_TIMEOUT):
+        spec = spec_of(target)
+        if spec is None:
+            raise ValueError(f"target {getattr(target, 'name', target)!r} cannot be re-created in a worker")
+        self.spec = spec
+        self.timeout = float(timeout)
+        self.start_timeout = max(float(start_timeout), self.timeout)
+        self.per_case = batches_per_case(target)
+        self.worker: Worker | None = None
+        self.stats = {"workers_started": 0, "worker_start_s": 0.0, "crashes": 0, "timeouts": 0}
+
+    # ---- worker lifecycle
+    def _worker(self) -> Worker | Outcome:
+        """The live worker, starting one if needed; an Outcome if it could not start."""
+        if self.worker is not None and self.worker.proc.poll() is None:
+            return self.worker
+        self._discard()
+        t0 = time.perf_counter()
+        w = Worker(self.spec, self.start_timeout)
+        self.stats["workers_started"] += 1
+        self.stats["worker_start_s"] += time.perf_counter() - t0
+        ev = w.ready
+        if isinstance(ev, tuple) and ev[0] == "msg" and ev[1][0] == "ready":
+            self.worker = w
+            return w
+        if ev == _TIMEOUT:
+            w.close(graceful=False)
+            return Outcome.error(f"isolation worker did not start the target within {self.start_timeout:g} s",
+                                 status="timeout")
+        if isinstance(ev, tuple) and ev[0] == "msg" and ev[1][0] == "init_error":
+            w.close()
+            return Outcome.error(f"isolation worker could not create the target: {ev[1][1]}")
+        how, info = w.exit_status()
+        tail = w.log_tail()
+        w.close(graceful=False)
+        o = Outcome.error(f"{how} while creating the target" + (f"; stderr: {tail}" if tail else ""),
+                          status="crash")
+        o.info.update(info)
+        return o
+
+    def _discard(self) -> None:
+        if self.worker is not None:
+            self.worker.close(graceful=False)
+            self.worker = None
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close(graceful=True)
+            self.worker = None
+
+    # ---- failures of the case in flight
+    def _crash(self, w: Worker, what: str) -> Outcome:
+        how, info = w.exit_status()
+        tail = w.log_tail()
+        self.stats["crashes"] += 1
+        self._discard()
+        o = Outcome.error(f"{how} while running {what}; the worker was restarted"
+                          + (f"; stderr: {tail}" if tail else ""), status="crash")
+        o.info.update(info)
+        return o
+
+    def _timeout(self, seconds: float, what: str) -> Outcome:
+        self.stats["timeouts"] += 1
+        self._discard()
+        o = Outcome.error(f"no result within {seconds:g} s while running {what}; the worker was killed "
+                          f"and replaced (--timeout)", status="timeout")
+        o.info["timeout_s"] = seconds
+        return o
+
+    # ---- running
+    def run(self, cases: Sequence, timing, on_outcome=None) -> list[Outcome]:
+        """One outcome per case, in order; ``on_outcome(i, outcome)`` as soon as each is final."""
+        cases = list(cases)
+        if not cases:
+            return []
+        outs: list[Outcome | None] = [None] * len(cases)
+
+        def put(i: int, o: Outcome) -> None:
+            outs[i] = o
+            if on_outcome is not None:
+                on_outcome(i, o)
+
+        if self.per_case:
+            self._stream(cases, timing, put)
+        else:
+            whole = self._whole(cases, timing)
+            if whole is not None:
+                for i, o in enumerate(whole):
+                    put(i, o)
+            else:   # a crash or hang inside a batched invoke cannot be attributed: one case at a time
+                for i, c in enumerate(cases):
+                    put(i, self._whole([c], timing)[0])
+        return [o if o is not None else Outcome.error("no outcome (internal)") for o in outs]
+
+    def _stream(self, cases: list, timing, put) -> None:
+        n = len(cases)
+        i = 0
+        while i < n:
+            w = self._worker()
+            if isinstance(w, Outcome):   # no worker: the rest of the batch gets why
+                for k in range(i, n):
+                    put(k, Outcome(w.status, reason=w.reason, info=dict(w.info)))
+                return
+            w.clear_log()
+            base = i
+            if not w.send(("batch", cases[base:], timing, True)):
+                put(i, self._crash(w, "this case (the worker was gone before it started)"))
+                i += 1
+                continue
+            while i < n:
+                ev = w.recv(self.timeout)
+                if ev == _TIMEOUT:
+                    put(i, self._timeout(self.timeout, "this case"))
+                    i += 1
+                    break
+                if ev == _DEAD:
+                    put(i, self._crash(w, "this case"))
+                    i += 1
+                    break
+                kind, payload = ev
+                if kind == "bad" or not (isinstance(payload, tuple) and len(payload) == 3
+                                         and payload[0] == "outcome" and payload[1] == i - base):
+                    self._discard()
+                    put(i, Outcome.error(f"unreadable outcome from the isolation worker: "
+                                         f"{payload if kind == 'bad' else type(payload).__name__}"))
+                    i += 1
+                    break
+                put(i, check_outcome(payload[2]))
+                i += 1
+
+    def _whole(self, cases: list, timing) -> list[Outcome] | None:
+        """A batch through ``target.run`` in one go; None if it crashed or hung with > 1 case."""
+        n = len(cases)
+        w = self._worker()
+        if isinstance(w, Outcome):
+            return [Outcome(w.status, reason=w.reason, info=dict(w.info)) for _ in range(n)]
+        w.clear_log()
+        what = "this case" if n == 1 else f"a batch of {n} cases"
+        limit = self.timeout * n
+        ev = w.recv(limit) if w.send(("batch", cases, timing, False)) else _DEAD
+        if ev == _TIMEOUT:
+            o = self._timeout(limit, what)
+            return [o] if n == 1 else None
+        if ev == _DEAD:
+            o = self._crash(w, what)
+            return [o] if n == 1 else None
+        kind, payload = ev
+        if kind == "bad" or not (isinstance(payload, tuple) and payload[0] == "outcomes"):
+            self._discard()
+            text = payload if kind == "bad" else type(payload).__name__
+            return [Outcome.error(f"unreadable outcomes from the isolation worker: {text}") for _ in range(n)]
+        return check_outcomes(payload[1], n)

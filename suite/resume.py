@@ -1,0 +1,175 @@
+"""Resuming an interrupted run: ``pytest --resume RUN_DIR``.
+
+A run writes ``run.json`` when it starts and appends one ``results.jsonl`` row per
+(case, target) as each verdict is reached (one ``write`` per row, so ``kill -9``
+loses at most the case in flight). Resuming:
+
+1. reads ``RUN_DIR/run.json``; options missing from the command line (``--seed``,
+   ``--cases-per-op``, ``--scheme``, ``--ops``, ``--target``, ``--case-file``) are
+   taken from it, options given must equal the run's (else one clear error: a
+   different seed or case count would make the same case ids mean other cases);
+2. cuts a torn last line off ``results.jsonl`` (a row half written when the run died),
+   so the next row starts on a line of its own;
+3. deselects every (case, target) pair already recorded (read from the file's first
+   ``offset`` bytes, the same for every pytest-xdist worker) and appends the rest,
+   under the original ``run_id``;
+4. rebuilds the summaries from all rows: the report equals an uninterrupted run's, and
+   the exit status counts the recorded failures too.
+
+Resume is exact for local targets and single-device runs. With several devices, a pair
+counts as recorded once as many rows as devices exist for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import QconformError
+
+#: (run.json options key, RunConfig attribute, command-line option)
+CHECKED = (("seed", "seed", "--seed"), ("cases_per_op", "cases_per_op", "--cases-per-op"),
+           ("scheme", "scheme", "--scheme"), ("ops", "ops", "--ops"), ("targets", "targets", "--target"),
+           ("case_files", "case_files", "--case-file"))
+DEFAULT_SCHEME = "tflite-ref-double"
+
+
+@dataclass
+class Resume:
+    dir: Path
+    run_id: str
+    started: str | None
+    options: dict[str, Any]
+    command: list[str] = field(default_factory=list)
+    offset: int = 0                  # bytes of results.jsonl recorded before this session
+    done: dict[tuple[str, str], int] = field(default_factory=dict)   # (case_id, target) -> rows
+
+
+def open_run(run_dir: str, report_dir: str | None = None) -> Resume:
+    """Check RUN_DIR is a run's report folder; QconformError (field --resume) if not."""
+    d = Path(run_dir)
+    if report_dir is not None and Path(report_dir).resolve() != d.resolve():
+        raise QconformError(f"--report-dir {report_dir} differs from the run being resumed", field="--resume",
+                            rule="a resumed run reports into RUN_DIR (omit --report-dir)")
+    if not d.is_dir():
+        raise QconformError("no such run directory", source=str(d), field="--resume",
+                            rule="--resume takes the report folder of an earlier run")
+    p = d / "run.json"
+    try:
+        info = json.loads(p.read_text())
+    except OSError:
+        raise QconformError("has no run.json: not the report folder of a run (or the run never started)",
+                            source=str(d), field="--resume", rule="--resume takes the report folder of an earlier run") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise QconformError(f"run.json is not valid JSON ({e})", source=str(p), field="--resume",
+                            rule="run.json as qconform writes it") from None
+    opts = info.get("options") if isinstance(info, dict) else None
+    if not isinstance(opts, dict) or not isinstance(info.get("run_id"), str) or not info["run_id"]:
+        raise QconformError("lacks run_id / options", source=str(p), field="--resume",
+                            rule="run.json as qconform writes it (qconform-run/1)")
+    cmd = info.get("command") if isinstance(info.get("command"), list) else []
+    return Resume(d, info["run_id"], info.get("started"), opts, [str(c) for c in cmd])
+
+
+def _given(argv: list[str], opt: str) -> bool:
+    return any(a == opt or a.startswith(opt + "=") for a in argv)
+
+
+def fill_options(res: Resume, option, argv: list[str]) -> None:
+    """Set the options the command line leaves out to the resumed run's values."""
+    o = res.options
+    if not _given(argv, "--seed") and isinstance(o.get("seed"), int):
+        option.seed = o["seed"]
+    if not _given(argv, "--cases-per-op") and isinstance(o.get("cases_per_op"), int):
+        option.cases_per_op = o["cases_per_op"]
+    if not _given(argv, "--scheme") and isinstance(o.get("scheme"), str) and o["scheme"] != DEFAULT_SCHEME:
+        option.scheme = o["scheme"]
+    if not _given(argv, "--ops") and isinstance(o.get("ops"), list) and o["ops"]:
+        option.ops = [",".join(map(str, o["ops"]))]
+    if not _given(argv, "--target") and isinstance(o.get("targets"), list) and o["targets"]:
+        option.target = [",".join(map(str, o["targets"]))]
+    if not _given(argv, "--case-file") and isinstance(o.get("case_files"), list):
+        option.case_file = [str(x) for x in o["case_files"]]
+
+
+def check_config(res: Resume, rc) -> None:
+    """One QconformError if this session would not run the same cases as the resumed run."""
+    o = res.options
+    diffs = []
+    for key, attr, opt in CHECKED:
+        was = o.get(key)
+        now = getattr(rc, attr)
+        if key == "scheme":
+            was, now = was or DEFAULT_SCHEME, now or DEFAULT_SCHEME
+        if key in ("ops", "targets", "case_files"):
+            was, now = list(was or []), list(now or [])
+        if was != now:
+            diffs.append(f"{opt} {_show(now)} (the run had {_show(was)})")
+    if diffs:
+        cmd = " ".join(res.command) if res.command else ""
+        raise QconformError("cannot resume with different options: " + "; ".join(diffs)
+                            + (f". The run was: {cmd}" if cmd else ""), source=str(res.dir), field="--resume",
+                            rule="a resumed run keeps the seed, cases-per-op, scheme, ops, targets and case files")
+
+
+def _show(v) -> str:
+    if isinstance(v, list):
+        return ",".join(map(str, v)) or "(none)"
+    return str(v)
+
+
+def repair_tail(report_dir: Path) -> int:
+    """Cut a torn last line off results.jsonl; returns the file's size afterwards (0 if absent)."""
+    p = Path(report_dir) / "results.jsonl"
+    try:
+        size = p.stat().st_size
+    except OSError:
+        return 0
+    if size == 0:
+        return 0
+    with open(p, "rb+") as f:
+        f.seek(max(0, size - 1))
+        if f.read(1) == b"\n":
+            return size
+        # find the last newline: everything after it is a torn row
+        pos, block = size, 1 << 16
+        keep = 0
+        while pos > 0:
+            start = max(0, pos - block)
+            f.seek(start)
+            chunk = f.read(pos - start)
+            k = chunk.rfind(b"\n")
+            if k >= 0:
+                keep = start + k + 1
+                break
+            pos = start
+        f.truncate(keep)
+        f.flush()
+        os.fsync(f.fileno())
+        return keep
+
+
+def recorded(report_dir: Path, run_id: str, offset: int) -> dict[tuple[str, str], int]:
+    """(case_id, target) -> number of distinct rows (devices) recorded in the first ``offset`` bytes."""
+    p = Path(report_dir) / "results.jsonl"
+    seen: dict[tuple[str, str], set] = {}
+    if offset <= 0 or not p.exists():
+        return {}
+    with open(p, "rb") as f:
+        data = f.read(offset)
+    for raw in data.splitlines():
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            row = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if not isinstance(row, dict) or row.get("run_id") != run_id:
+            continue
+        key = (str(row.get("case_id")), str(row.get("target")))
+        seen.setdefault(key, set()).add(row.get("device"))
+    return {k: len(v) for k, v in seen.items()}

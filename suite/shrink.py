@@ -1,0 +1,415 @@
+"""Shrinking a failing case to a smaller one that still fails on the same target.
+
+A *window* is a [start, stop) range per dimension of output 0. For each supported op
+family, :func:`window_case` builds the sub-case whose golden output is exactly that
+window of the original output (same quantization, same values, same accumulators):
+
+* elementwise (ADD, SUB, MUL, comparisons, MAXIMUM, ...) and unary ops: the inputs are
+  sliced like the output (a broadcast dimension of size 1 stays whole); SOFTMAX-like ops
+  keep their last axis whole;
+* CONV_2D / DEPTHWISE_CONV_2D: batch and output channels are sliced (filter, bias and
+  per-channel scales with them; depthwise by whole groups of the depth multiplier); the
+  input is cropped to the receptive field of the output window, the taps that fell in the
+  padding are filled with the input zero point (LiteRT skips those taps, which is the
+  same), and the padding becomes VALID;
+* FULLY_CONNECTED: batch rows and output units;
+* AVERAGE_POOL_2D / MAX_POOL_2D: batch, channels, and spatial windows whose receptive
+  field lies inside the input (then VALID padding).
+
+:func:`shrink` first tries single failing elements (largest error first), then halves
+the window one dimension at a time while the case still fails, and keeps the smallest
+failing case. "Fails" means the verdict the suite would give: beyond the tolerance of
+the policy (or any mismatch with ``any_mismatch``), or a target error.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .case import Case, Tensor
+from .errors import QconformError
+
+BINARY = {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "LESS", "LESS_EQUAL",
+          "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL", "POW", "FLOOR_DIV", "FLOOR_MOD"}
+UNARY = {"LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "HARD_SWISH", "LEAKY_RELU",
+         "QUANTIZE", "DEQUANTIZE", "ABS", "ELU", "EXP", "LOG", "SQRT", "RSQRT", "NEG", "SIN", "COS",
+         "GELU", "PRELU"}
+LAST_AXIS_WHOLE = {"SOFTMAX", "LOG_SOFTMAX", "L2_NORMALIZATION"}
+CONV = {"CONV_2D", "DEPTHWISE_CONV_2D"}
+POOL = {"AVERAGE_POOL_2D", "MAX_POOL_2D"}
+FC = {"FULLY_CONNECTED"}
+SUPPORTED = sorted(BINARY | UNARY | LAST_AXIS_WHOLE | CONV | POOL | FC)
+
+Window = list[tuple[int, int]]
+
+
+def elements(case: Case) -> int:
+    """Input plus output elements of a case (what shrinking makes smaller)."""
+    return sum(t.size for t in case.inputs) + sum(t.size for t in case.outputs)
+
+
+# ----------------------------------------------------------------------------- sub-cases
+
+def _slice_tensor(t: Tensor, slices: list[slice], axis_scales: bool = True) -> Tensor:
+    """t[slices] with per-axis scales/zero points sliced along the quantized dimension."""
+    nt = copy.copy(t)
+    data = np.asarray(t.data).reshape(t.shape)[tuple(slices)]
+    nt.data = np.ascontiguousarray(data)
+    nt.shape = tuple(int(x) for x in data.shape)
+    if axis_scales and t.per_axis:
+        sl = slices[t.quantized_dimension]
+        nt.scale = list(t.scale[sl])
+        nt.zero_point = list(t.zero_point[sl])
+    return nt
+
+
+def _with_output(case: Case, shape, inputs: list[Tensor], attrs: dict | None = None) -> Case:
+    c = copy.copy(case)
+    c.inputs = inputs
+    out = copy.copy(case.outputs[0])
+    out.shape = tuple(int(x) for x in shape)
+    c.outputs = [out] + [copy.copy(o) for o in case.outputs[1:]]
+    c.attrs = dict(case.attrs if attrs is None else attrs)
+    c.source = None
+    return c
+
+
+def _elementwise(case: Case, win: Window, whole_last: bool = False) -> Case | None:
+    out_shape = case.outputs[0].shape
+    if whole_last and out_shape and win[-1] != (0, out_shape[-1]):
+        return None
+    ins = []
+    for t in case.inputs:
+        if t.data is None or len(t.shape) > len(out_shape):
+            return None
+        off = len(out_shape) - len(t.shape)
+        sl = []
+        for i, d in enumerate(t.shape):
+            a, b = win[off + i]
+            if d == 1 and out_shape[off + i] != 1:
+                sl.append(slice(0, 1))
+            elif d == out_shape[off + i]:
+                sl.append(slice(a, b))
+            else:
+                return None
+        ins.append(_slice_tensor(t, sl))
+    return _with_output(case, [b - a for a, b in win], ins)
+
+
+def _geometry(case: Case, k_hw):
+    a = case.attrs
+    stride = (int(a.get("stride_h", 1)), int(a.get("stride_w", 1)))
+    if case.op in POOL:
+        dil = (1, 1)
+    else:
+        dil = (int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1)))
+    padding = a.get("padding", "SAME")
+    in_hw = case.inputs[0].shape[1:3]
+    out_hw = case.outputs[0].shape[1:3]
+    pads = []
+    for n, k, s, d, o in zip(in_hw, k_hw, stride, dil, out_hw):
+        eff = (k - 1) * d + 1
+        pads.append(max((o - 1) * s + eff - n, 0) // 2 if padding == "SAME" else 0)
+    return stride, dil, pads
+
+
+def _crop_input(x: Tensor, nwin, hw_win, k_hw, stride, dil, pads, cslice, fill_padding: bool) -> Tensor | None:
+    """The input rows/cols the output window reads; out-of-image taps filled with the zero point."""
+    data = np.asarray(x.data).reshape(x.shape)
+    n, h, w, c = x.shape
+    ranges = []
+    for (a, b), k, s, d, p, size in zip(hw_win, k_hw, stride, dil, pads, (h, w)):
+        r0 = a * s - p
+        r1 = (b - 1) * s - p + (k - 1) * d + 1
+        if not fill_padding and (r0 < 0 or r1 > size):
+            return None
+        ranges.append((r0, r1))
+    (r0, r1), (c0, c1) = ranges
+    zp = int(x.zero_point[0])
+    sub = data[nwin[0]:nwin[1], :, :, cslice]
+    out = np.full((sub.shape[0], r1 - r0, c1 - c0, sub.shape[3]), zp, dtype=data.dtype)
+    sr0, sr1 = max(r0, 0), min(r1, h)
+    sc0, sc1 = max(c0, 0), min(c1, w)
+    if sr1 > sr0 and sc1 > sc0:
+        out[:, sr0 - r0:sr1 - r0, sc0 - c0:sc1 - c0, :] = sub[:, sr0:sr1, sc0:sc1, :]
+    nt = copy.copy(x)
+    nt.data = out
+    nt.shape = tuple(int(v) for v in out.shape)
+    return nt
+
+
+def _conv(case: Case, win: Window) -> Case | None:
+    x, w = case.inputs[0], case.inputs[1]
+    bias = case.inputs[2] if len(case.inputs) > 2 and case.inputs[2].data is not None else None
+    (n0, n1), (y0, y1), (x0, x1), (c0, c1) = win
+    if case.op == "CONV_2D":
+        k_hw = w.shape[1:3]
+        cin = slice(None)
+        wsl = [slice(c0, c1), slice(None), slice(None), slice(None)]
+        bsl = slice(c0, c1)
+        out_c = c1 - c0
+    else:
+        k_hw = w.shape[1:3]
+        mult = w.shape[3] // x.shape[3]
+        g0, g1 = c0 // mult, -(-c1 // mult)
+        cin = slice(g0, g1)
+        wsl = [slice(None), slice(None), slice(None), slice(g0 * mult, g1 * mult)]
+        bsl = slice(g0 * mult, g1 * mult)
+        out_c = (g1 - g0) * mult
+        if (g0 * mult, g1 * mult) != (c0, c1):
+            return None     # the caller asks for whole groups only
+    stride, dil, pads = _geometry(case, k_hw)
+    nx = _crop_input(x, (n0, n1), [(y0, y1), (x0, x1)], k_hw, stride, dil, pads, cin, fill_padding=True)
+    ins = [nx, _slice_tensor(w, wsl)]
+    if bias is not None:
+        ins.append(_slice_tensor(bias, [bsl]))
+    elif len(case.inputs) > 2:
+        ins.append(copy.copy(case.inputs[2]))
+    attrs = dict(case.attrs)
+    attrs["padding"] = "VALID"
+    return _with_output(case, (n1 - n0, y1 - y0, x1 - x0, out_c), ins, attrs)
+
+
+def _pool(case: Case, win: Window) -> Case | None:
+    x = case.inputs[0]
+    (n0, n1), (y0, y1), (x0, x1), (c0, c1) = win
+    k_hw = (int(case.attrs["filter_height"]), int(case.attrs["filter_width"]))
+    stride, dil, pads = _geometry(case, k_hw)
+    nx = _crop_input(x, (n0, n1), [(y0, y1), (x0, x1)], k_hw, stride, dil, pads, slice(c0, c1),
+                     fill_padding=False)
+    if nx is None:
+        return None
+    attrs = dict(case.attrs)
+    attrs["padding"] = "VALID"
+    return _with_output(case, (n1 - n0, y1 - y0, x1 - x0, c1 - c0), [nx], attrs)
+
+
+def _fc(case: Case, win: Window) -> Case | None:
+    x, w = case.inputs[0], case.inputs[1]
+    bias = case.inputs[2] if len(case.inputs) > 2 and case.inputs[2].data is not None else None
+    out_shape = case.outputs[0].shape
+    o0, o1 = win[-1]
+    n_in = w.shape[1]
+    if case.attrs.get("keep_num_dims"):
+        if tuple(x.shape[:-1]) != tuple(out_shape[:-1]):
+            return None
+        nx = _slice_tensor(x, [slice(a, b) for a, b in win[:-1]] + [slice(None)])
+    else:
+        if len(out_shape) != 2:
+            return None
+        b0, b1 = win[0]
+        flat = np.asarray(x.data).reshape(-1, n_in)[b0:b1]
+        nx = copy.copy(x)
+        nx.data = np.ascontiguousarray(flat)
+        nx.shape = tuple(int(v) for v in flat.shape)
+    ins = [nx, _slice_tensor(w, [slice(o0, o1), slice(None)])]
+    if bias is not None:
+        ins.append(_slice_tensor(bias, [slice(o0, o1)]))
+    elif len(case.inputs) > 2:
+        ins.append(copy.copy(case.inputs[2]))
+    return _with_output(case, [b - a for a, b in win], ins)
+
+
+def window_case(case: Case, win: Window) -> Case | None:
+    """The sub-case computing exactly window ``win`` of output 0 (None if this op cannot)."""
+    op = case.op
+    if op in BINARY or op in UNARY:
+        return _elementwise(case, win)
+    if op in LAST_AXIS_WHOLE:
+        return _elementwise(case, win, whole_last=True)
+    if op in CONV:
+        return _conv(case, win)
+    if op in POOL:
+        return _pool(case, win)
+    if op in FC:
+        return _fc(case, win)
+    raise QconformError(f"no shrinker for {op} yet (supported: {', '.join(SUPPORTED)})", field="op",
+                        rule="shrinkable operators")
+
+
+def _align(case: Case, dim: int) -> int:
+    """The step a window along ``dim`` must respect (whole depth-multiplier groups for depthwise)."""
+    if case.op == "DEPTHWISE_CONV_2D" and dim == 3:
+        return max(1, case.inputs[1].shape[3] // case.inputs[0].shape[3])
+    return 1
+
+
+# ----------------------------------------------------------------------------- search
+
+@dataclass
+class Judgement:
+    fails: bool
+    status: str
+    want: list | None = None
+    got: list | None = None
+    errors: list | None = None
+    reason: str = ""
+
+
+@dataclass
+class ShrinkResult:
+    original: Case
+    case: Case
+    judgement: Judgement
+    runs: int
+    tried: int
+    steps: list[str] = field(default_factory=list)
+    window: Window = field(default_factory=list)   # of the original output 0
+
+    @property
+    def before(self) -> int:
+        return elements(self.original)
+
+    @property
+    def after(self) -> int:
+        return elements(self.case)
+
+
+def make_judge(target: str, tolerance_file: str | None = None, scheme: str | None = None,
+               any_mismatch: bool = False, target_obj=None) -> Callable[[Case], Judgement]:
+    """judge(case) -> Judgement: run the case on the target and give the suite's verdict."""
+    from reference import golden
+    from targets import get_target
+    from targets.base import Timing
+
+    from .compare import compare
+    from .tolerance import load_policy
+    t = target_obj if target_obj is not None else get_target(target)
+    ok, why = t.availability()
+    if not ok:
+        raise QconformError(f"target '{target}' is not available on this machine: {why}", field="--target")
+    policy = load_policy(tolerance_file)
+    versions = t.versions()
+    timing = Timing(warmup=0, repeats=1)
+
+    def judge(case: Case) -> Judgement:
+        try:
+            want = golden(case, scheme)
+        except Exception as e:
+            return Judgement(False, "invalid", reason=f"golden: {type(e).__name__}: {e}")
+        o = t.safe_run_one(case, timing)
+        if o.status == "unsupported":
+            return Judgement(False, "unsupported", want, reason=o.reason)
+        if o.status != "ok":
+            return Judgement(True, o.status, want, reason=o.reason)
+        cmp = compare(want, o.outputs, case.outputs)
+        if cmp.garbage:
+            return Judgement(True, "error", want, o.outputs, reason=cmp.garbage)
+        tol = policy.lookup(case.op, target, case.outputs[0].dtype, versions)
+        bad = cmp.mismatches > 0 if any_mismatch else not tol.passes(cmp.max_abs_lsb, 100.0 - cmp.exact_pct)
+        return Judgement(bad, "fail" if bad else "pass", want, o.outputs, cmp.errors,
+                         f"max |err| {cmp.max_abs_lsb:g} LSB, {cmp.mismatches}/{cmp.elements} elements off")
+    judge.target = t  # type: ignore[attr-defined]
+    judge.policy = policy  # type: ignore[attr-defined]
+    judge.versions = versions  # type: ignore[attr-defined]
+    return judge
+
+
+def _bad_positions(case: Case, j: Judgement, limit: int) -> list[tuple[int, ...]]:
+    """Output-0 positions to try alone, largest |error| first."""
+    if not j.errors:
+        return []
+    err = np.abs(np.asarray(j.errors[0]).reshape(case.outputs[0].shape))
+    flat = np.flatnonzero(err)
+    if not flat.size:
+        return []
+    order = flat[np.argsort(-err.ravel()[flat], kind="stable")][:limit]
+    return [tuple(int(i) for i in np.unravel_index(k, err.shape)) for k in order]
+
+
+def shrink(case: Case, judge: Callable[[Case], Judgement], max_runs: int = 200, singles: int = 8,
+           log: Callable[[str], None] | None = None) -> ShrinkResult:
+    """The smallest failing sub-case found (see the module docstring)."""
+    from .spec import check_case
+    runs = tried = 0
+    log = log or (lambda s: None)
+    first = judge(case)
+    runs += 1
+    if not first.fails:
+        raise QconformError(f"{case.id} does not fail on this target ({first.status}: {first.reason})",
+                            field="CASE", rule="only a failing case can be shrunk")
+    shape = list(case.outputs[0].shape)
+    best_case, best_j, best_win = case, first, [(0, d) for d in shape]
+    steps: list[str] = []
+    cache: dict[tuple, Judgement | None] = {}
+
+    def attempt(win: Window) -> bool:
+        nonlocal best_case, best_j, best_win, runs, tried
+        key = tuple(win)
+        if key in cache or runs >= max_runs:
+            return False
+        tried += 1
+        try:
+            sub = window_case(case, win)
+        except QconformError:
+            raise
+        except Exception:
+            sub = None
+        if sub is None or check_case(sub):
+            cache[key] = None
+            return False
+        j = judge(sub)
+        runs += 1
+        cache[key] = j
+        if j.fails and elements(sub) < elements(best_case):
+            best_case, best_j, best_win = sub, j, list(win)
+            steps.append(f"window {[list(w) for w in win]}: {elements(sub)} elements, {j.reason or j.status}")
+            log(steps[-1])
+            return True
+        return False
+
+    window_case(case, best_win)   # raises for an unsupported op before any search
+    # 1. one failing element alone (a whole depth-multiplier group for depthwise channels)
+    for pos in _bad_positions(case, first, singles):
+        win = []
+        for dim, p in enumerate(pos):
+            a = _align(case, dim)
+            win.append(((p // a) * a, (p // a) * a + a) if a > 1 else (p, p + 1))
+        if attempt(win):
+            break
+    # 2. halve one dimension at a time while it still fails
+    changed = True
+    while changed and runs < max_runs:
+        changed = False
+        for dim in range(len(shape)):
+            a = _align(case, dim)
+            while runs < max_runs:
+                lo, hi = best_win[dim]
+                n = (hi - lo) // a
+                if n <= 1:
+                    break
+                mid = lo + (n // 2) * a
+                moved = False
+                for half in ((lo, mid), (mid, hi)):
+                    win = list(best_win)
+                    win[dim] = half
+                    if attempt(win):
+                        moved = changed = True
+                        break
+                if not moved:
+                    break
+    return ShrinkResult(case, best_case, best_j, runs, tried, steps, best_win)
+
+
+def shrunk_document(res: ShrinkResult, target: str) -> dict:
+    """The shrunk case as a case file with ``want``/``got`` (like the runner's failure files)."""
+    c = copy.copy(res.case)
+    c.id = res.original.id if res.original.id.endswith("-shrunk") else f"{res.original.id}-shrunk"
+    c.description = (f"shrunk from {res.original.id} ({res.before} -> {res.after} elements) on {target}"
+                     + (f"; {res.original.description}" if res.original.description else ""))
+    d = c.to_dict()
+    j = res.judgement
+    if j.want is not None:
+        d["want"] = [np.asarray(w).ravel().tolist() for w in j.want]
+    if j.got is not None:
+        d["got"] = [np.asarray(g).ravel().tolist() for g in j.got]
+    d["target"] = target
+    d["shrunk_from"] = res.original.id
+    d["shrink"] = {"elements_before": res.before, "elements_after": res.after, "runs": res.runs,
+                   "window": [list(w) for w in res.window],
+                   "verdict": j.status, "reason": j.reason}
+    return d

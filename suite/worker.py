@@ -1,0 +1,197 @@
+"""The isolation worker: hosts one target in its own process (``python -m suite.worker``).
+
+Started by :mod:`suite.isolation`. It talks to its parent over its original stdin
+and stdout with length-prefixed pickle frames (:func:`send` / :func:`recv`); the
+file descriptors 0 and 1 are then pointed at /dev/null and stderr, so whatever a
+native runtime prints can never corrupt the protocol. Messages, parent -> worker::
+
+    ("init", {"module", "qualname", "name", "options"}, sys_path, parent_pid)
+    ("batch", cases, timing, per_case)      # per_case: stream one outcome per case
+    ("close",)
+
+and worker -> parent::
+
+    ("ready", pid) | ("init_error", text)
+    ("outcome", i, Outcome)                 # per_case: as each case finishes, in order
+    ("outcomes", [Outcome, ...])            # whole batch (a target that overrides run())
+
+With ``per_case`` the worker calls ``target.safe_run_one`` per case and reports each
+outcome as soon as it exists, so when the process dies the parent knows which case
+was in flight. Otherwise it calls ``target.run(batch)`` (falling back to one case at
+a time if the batch raises, as the in-process runner does) and reports the list.
+The worker dies with its parent (``PR_SET_PDEATHSIG`` on Linux, and a watchdog
+thread), so a killed run leaves no stray process behind.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import pickle
+import struct
+import sys
+import threading
+import time
+
+_HEAD = struct.Struct("<Q")
+MAX_FRAME = 1 << 34
+
+
+def send(fd: int, obj) -> None:
+    """Write one frame (8-byte little-endian length + pickle) to ``fd``."""
+    body = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    data = memoryview(_HEAD.pack(len(body)) + body)
+    while data:
+        n = os.write(fd, data)
+        data = data[n:]
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    chunks, got = [], 0
+    while got < n:
+        b = os.read(fd, min(n - got, 1 << 20))
+        if not b:
+            return None
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks)
+
+
+def recv(fd: int):
+    """Read one frame from ``fd`` (blocking); None at end of file."""
+    head = _read_exact(fd, _HEAD.size)
+    if head is None:
+        return None
+    (n,) = _HEAD.unpack(head)
+    if n > MAX_FRAME:
+        raise ValueError(f"frame of {n} bytes")
+    body = _read_exact(fd, n)
+    if body is None:
+        return None
+    return pickle.loads(body)
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Exit when the parent goes away, even while a kernel hangs (Linux: PDEATHSIG)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)   # PR_SET_PDEATHSIG
+        except Exception:
+            pass
+    if os.getppid() != parent_pid:
+        os._exit(3)
+
+    def watch():
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent_pid:
+                os._exit(3)
+    threading.Thread(target=watch, name="qconform-parent-watch", daemon=True).start()
+
+
+def _make_target(spec: dict):
+    import importlib
+    mod = importlib.import_module(spec["module"])
+    obj = mod
+    for part in spec["qualname"].split("."):
+        obj = getattr(obj, part)
+    t = obj(**spec.get("options", {}))
+    if spec.get("name"):
+        try:
+            t.name = spec["name"]
+        except Exception:
+            pass
+    return t
+
+
+def _transferable(o, pickle_error: Exception):
+    from targets.base import Outcome
+    return Outcome.error(f"the target's outcome cannot be transferred from the worker: "
+                         f"{type(pickle_error).__name__}: {pickle_error}"[:2000])
+
+
+def _run_batch(out_fd: int, target, cases, timing, per_case: bool) -> None:
+    from targets.base import Outcome
+
+    def guarded(fn):
+        try:
+            return fn()
+        except Exception as e:
+            return Outcome.error(f"{type(e).__name__}: {e}".strip()[:2000])
+        except BaseException as e:   # SystemExit and friends: the kernel tried to end the process
+            return Outcome.error(f"target raised {type(e).__name__}({e}) (it tried to end the process)",
+                                 status="crash")
+
+    if per_case:
+        for i, c in enumerate(cases):
+            o = guarded(lambda: target.safe_run_one(c, timing))
+            try:
+                send(out_fd, ("outcome", i, o))
+            except Exception as e:   # pickling failed before anything was written
+                send(out_fd, ("outcome", i, _transferable(o, e)))
+        return
+    outs = guarded(lambda: target.run(cases, timing))
+    if not isinstance(outs, list) or len(outs) != len(cases):
+        outs = []
+        for c in cases:
+            r = guarded(lambda: target.run([c], timing))
+            if isinstance(r, list) and len(r) == 1:
+                outs.append(r[0])
+            elif isinstance(r, Outcome):
+                outs.append(r)
+            else:
+                outs.append(Outcome.error(f"target returned {type(r).__name__} for one case, "
+                                          f"not a list of one Outcome"))
+    try:
+        send(out_fd, ("outcomes", outs))
+    except Exception:
+        fixed = []
+        for o in outs:
+            try:
+                pickle.dumps(o)
+                fixed.append(o)
+            except Exception as e:
+                fixed.append(_transferable(o, e))
+        send(out_fd, ("outcomes", fixed))
+
+
+def main() -> int:
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)           # native prints go to the worker's log (stderr), never into the protocol
+    faulthandler.enable(file=sys.stderr, all_threads=False)
+    msg = recv(in_fd)
+    if not msg or msg[0] != "init":
+        return 2
+    _, spec, sys_path, parent_pid = msg
+    _die_with_parent(int(parent_pid))
+    for p in reversed(sys_path):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    try:
+        target = _make_target(spec)
+    except BaseException as e:
+        send(out_fd, ("init_error", f"{type(e).__name__}: {e}"[:2000]))
+        return 1
+    send(out_fd, ("ready", os.getpid()))
+    while True:
+        msg = recv(in_fd)
+        if msg is None or msg[0] == "close":
+            break
+        if msg[0] == "batch":
+            _, cases, timing, per_case = msg
+            _run_batch(out_fd, target, cases, timing, per_case)
+    try:
+        target.close()
+    except Exception:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

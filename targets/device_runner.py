@@ -1,0 +1,350 @@
+#!/usr/bin/env python3
+"""qconform device runner: runs one batch of cases on the device's own runtime.
+
+Self-contained (standard library + NumPy + the device's runtime; nothing from the
+qconform project), so it can be pushed next to a batch and run as::
+
+    python3 device_runner.py WORKSPACE/manifest.json
+    python3 device_runner.py --probe            # device facts as JSON on stdout
+
+The manifest (``qconform-batch/1``, JSON) names the runtime, its options, warm-up
+and timed runs, and every case: a model file, raw input files (dtype, shape) and
+the expected output tensors. Runtimes:
+
+``onnxruntime-qnn``  onnxruntime with the QNN execution provider (HTP backend),
+                     CPU fallback disabled; the onnxruntime-qnn plug-in package or
+                     an onnxruntime build with QNN inside
+``onnxruntime``      onnxruntime, CPU execution provider, full graph optimization
+``litert``           ai_edge_litert (or tflite_runtime) interpreter, one thread,
+                     op resolver ``AUTO`` or ``BUILTIN_REF``
+
+For each case, in order, it writes ``out/<tag>.started``, then the raw outputs
+``out/<tag>_<j>.raw`` and ``out/<tag>.json`` (status ok / unsupported / error,
+the reason, latencies in µs), the JSON last and atomically: a case whose JSON
+exists is finished, a case with only ``.started`` was in flight when the runner
+died. ``out/device.json`` holds the device facts (OS, SoC/CPU, runtime and QNN
+versions, HTP performance mode). The last line on stdout is
+``qconform-runner: done <n>``; its absence tells the host the run was cut.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+FORMAT = "qconform-batch/1"
+DONE_MARK = "qconform-runner: done"
+
+
+class Unsupported(Exception):
+    pass
+
+
+# ----------------------------------------------------------------------------- device facts
+
+def _read(path, limit=4096):
+    try:
+        with open(path, "rb") as f:
+            return f.read(limit).decode(errors="replace").strip("\x00 \n")
+    except OSError:
+        return ""
+
+
+def _getprop(name):
+    try:
+        return subprocess.run(["getprop", name], capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _cpuinfo():
+    text = _read("/proc/cpuinfo", 65536)
+    fields = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(":")
+        k, v = k.strip(), v.strip()
+        if k and v and k not in fields:
+            fields[k] = v
+    return fields
+
+
+def device_facts(runtime=None, options=None):
+    """What the report records about the device: OS, SoC or CPU, runtime versions."""
+    options = options or {}
+    facts = {"hostname": platform.node(), "machine": platform.machine(),
+             "python": platform.python_version(), "cpus": os.cpu_count()}
+    if os.path.exists("/system/build.prop") or _getprop("ro.build.version.release"):
+        rel, sdk = _getprop("ro.build.version.release"), _getprop("ro.build.version.sdk")
+        facts["os"] = f"Android {rel} (API {sdk})"
+        facts["build"] = _getprop("ro.build.fingerprint")
+        soc = " ".join(x for x in (_getprop("ro.soc.manufacturer"), _getprop("ro.soc.model")) if x)
+        facts["soc"] = soc or _getprop("ro.board.platform") or _getprop("ro.hardware")
+        facts["model"] = _getprop("ro.product.model")
+    else:
+        pretty = ""
+        for line in _read("/etc/os-release", 8192).splitlines():
+            if line.startswith("PRETTY_NAME="):
+                pretty = line.split("=", 1)[1].strip().strip('"')
+        facts["os"] = f"{platform.system()} {platform.release()}" + (f" ({pretty})" if pretty else "")
+        ci = _cpuinfo()
+        soc = _read("/sys/devices/soc0/machine") or _read("/proc/device-tree/model")
+        facts["soc"] = soc or ci.get("Hardware") or ci.get("model name") or platform.processor() or platform.machine()
+        fam = _read("/sys/devices/soc0/family")
+        if fam:
+            facts["soc_family"] = fam
+    try:
+        import numpy
+        facts["numpy"] = numpy.__version__
+    except Exception:
+        pass
+    if runtime in ("onnxruntime", "onnxruntime-qnn"):
+        try:
+            import onnxruntime
+            facts["onnxruntime"] = onnxruntime.__version__
+        except Exception as e:
+            facts["onnxruntime"] = f"missing ({type(e).__name__})"
+    if runtime == "onnxruntime-qnn":
+        try:
+            import onnxruntime_qnn
+            facts["onnxruntime-qnn"] = getattr(onnxruntime_qnn, "__version__", "unknown")
+            try:
+                from onnxruntime_qnn import build_and_package_info as info
+                facts["qnn_sdk"] = str(getattr(info, "qnn_version", "unknown"))
+            except Exception:
+                pass
+        except Exception:
+            facts["onnxruntime-qnn"] = "built into onnxruntime" if _ort_has_qnn() else "missing"
+        facts["htp_performance_mode"] = str(options.get("htp_performance_mode", "burst"))
+    if runtime == "litert":
+        facts["litert"] = _litert_version()
+        facts["op_resolver"] = str(options.get("op_resolver", "AUTO"))
+    return facts
+
+
+def _ort_has_qnn():
+    try:
+        import onnxruntime
+        return "QNNExecutionProvider" in onnxruntime.get_available_providers()
+    except Exception:
+        return False
+
+
+def _litert_version():
+    try:
+        from importlib.metadata import version
+        for dist in ("ai-edge-litert", "tflite-runtime", "tensorflow"):
+            try:
+                return f"{dist} {version(dist)}"
+            except Exception:
+                continue
+    except Exception:
+        pass
+    return "unknown"
+
+
+# ----------------------------------------------------------------------------- runtimes
+
+def _short(e):
+    lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
+    return (lines[-1] if lines else type(e).__name__)[:600]
+
+
+class OrtRuntime:
+    """onnxruntime on the CPU execution provider (the host's ``ort`` target)."""
+
+    def __init__(self, options):
+        import onnxruntime as ort
+        self.ort = ort
+        self.options = options
+
+    def session_options(self):
+        so = self.ort.SessionOptions()
+        so.graph_optimization_level = self.ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        so.log_severity_level = 3
+        return so
+
+    def session(self, path):
+        try:
+            return self.ort.InferenceSession(path, self.session_options(), providers=["CPUExecutionProvider"])
+        except Exception as e:
+            raise Unsupported(f"ONNX Runtime rejected the model: {_short(e)}") from None
+
+    def prepare(self, case, ws):
+        sess = self.session(os.path.join(ws, case["model"]))
+        feeds = {i["name"]: read_raw(os.path.join(ws, i["file"]), i["dtype"], i["shape"]) for i in case["inputs"]}
+        names = [o["name"] for o in case["outputs"]]
+        return lambda: sess.run(names, feeds)
+
+
+class QnnRuntime(OrtRuntime):
+    """onnxruntime + QNN execution provider, HTP backend, CPU fallback disabled (the ``htp`` target)."""
+
+    def __init__(self, options):
+        super().__init__(options)
+        self.devices = None
+        try:
+            import onnxruntime_qnn
+            self.plugin = onnxruntime_qnn
+        except ImportError:
+            self.plugin = None
+            if not _ort_has_qnn():
+                raise RuntimeError("neither onnxruntime-qnn nor an onnxruntime with QNNExecutionProvider is "
+                                   "installed on the device")
+        if self.plugin is not None:
+            try:
+                self.ort.register_execution_provider_library("QNNExecutionProvider", self.plugin.get_library_path())
+            except Exception as e:
+                if "already" not in str(e).lower():
+                    raise
+            self.devices = [d for d in self.ort.get_ep_devices() if d.ep_name == "QNNExecutionProvider"]
+            if not self.devices:
+                raise RuntimeError("QNN execution provider registered but reports no device")
+
+    def session(self, path):
+        so = self.session_options()
+        so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+        mode = str(self.options.get("htp_performance_mode", "burst"))
+        try:
+            if self.plugin is not None:
+                backend = self.options.get("backend_path") or self.plugin.get_qnn_htp_path()
+                so.add_provider_for_devices(self.devices, {"backend_path": backend, "htp_performance_mode": mode})
+                return self.ort.InferenceSession(path, so)
+            backend = self.options.get("backend_path") or "libQnnHtp.so"
+            return self.ort.InferenceSession(path, so, providers=["QNNExecutionProvider"],
+                                             provider_options=[{"backend_path": backend,
+                                                                "htp_performance_mode": mode}])
+        except Exception as e:
+            raise Unsupported(f"QNN HTP cannot run the whole model (CPU fallback disabled): {_short(e)}") from None
+
+
+class LiteRtRuntime:
+    """LiteRT interpreter, one thread, the given op resolver (``tflite`` / ``tflite-ref`` targets)."""
+
+    def __init__(self, options):
+        try:
+            from ai_edge_litert import interpreter as mod
+        except ImportError:
+            from tflite_runtime import interpreter as mod   # older boards
+        self.mod = mod
+        self.resolver = str(options.get("op_resolver", "AUTO"))
+
+    def prepare(self, case, ws):
+        mod = self.mod
+        try:
+            rtype = getattr(mod.OpResolverType, self.resolver)
+            it = mod.Interpreter(model_path=os.path.join(ws, case["model"]), experimental_op_resolver_type=rtype,
+                                 num_threads=1)
+            it.allocate_tensors()
+        except Exception as e:
+            raise Unsupported(f"LiteRT rejected the model: {_short(e)}") from None
+        for det, spec in zip(it.get_input_details(), case["inputs"]):
+            it.set_tensor(det["index"], read_raw(os.path.join(ws, spec["file"]), spec["dtype"], spec["shape"]))
+        outs = it.get_output_details()
+
+        def invoke():
+            it.invoke()
+            return [it.get_tensor(d["index"]) for d in outs]
+        return invoke
+
+
+RUNTIMES = {"onnxruntime": OrtRuntime, "onnxruntime-qnn": QnnRuntime, "litert": LiteRtRuntime}
+
+
+# ----------------------------------------------------------------------------- files
+
+def read_raw(path, dtype, shape):
+    import numpy as np
+    arr = np.fromfile(path, dtype=np.dtype(dtype).newbyteorder("<"))
+    return arr.astype(np.dtype(dtype)).reshape([int(d) for d in shape])
+
+
+def write_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def run_case(rt, case, ws, out_dir, warmup, repeats):
+    """Run one case; returns its result record (outputs written next to it)."""
+    import numpy as np
+    rec = {"tag": case["tag"], "id": case.get("id", case["tag"]), "status": "ok", "reason": "",
+           "latency_us": [], "outputs": []}
+    try:
+        invoke = rt.prepare(case, ws)
+        result = None
+        for _ in range(max(0, warmup)):
+            result = invoke()
+        for _ in range(max(1, repeats)):
+            t0 = time.perf_counter_ns()
+            result = invoke()
+            rec["latency_us"].append((time.perf_counter_ns() - t0) / 1000.0)
+        for j, (arr, spec) in enumerate(zip(result, case["outputs"])):
+            arr = np.ascontiguousarray(np.asarray(arr))
+            fname = f"{case['tag']}_{j}.raw"
+            arr.astype(arr.dtype.newbyteorder("<"), copy=False).tofile(os.path.join(out_dir, fname))
+            rec["outputs"].append({"file": fname, "dtype": str(arr.dtype), "shape": list(arr.shape)})
+        if len(result) != len(case["outputs"]):
+            rec["status"], rec["reason"] = "error", f"{len(result)} outputs, expected {len(case['outputs'])}"
+    except Unsupported as e:
+        rec["status"], rec["reason"] = "unsupported", str(e)
+    except Exception as e:
+        rec["status"], rec["reason"] = "error", f"{type(e).__name__}: {_short(e)}"
+    return rec
+
+
+def run_batch(manifest_path):
+    ws = os.path.dirname(os.path.abspath(manifest_path))
+    with open(manifest_path) as f:
+        m = json.load(f)
+    if m.get("format") != FORMAT:
+        print(f"qconform-runner: {manifest_path}: format must be {FORMAT}", file=sys.stderr)
+        return 2
+    out_dir = os.path.join(ws, m.get("out", "out"))
+    os.makedirs(out_dir, exist_ok=True)
+    runtime, options = m["runtime"], m.get("options", {})
+    write_json(os.path.join(out_dir, "device.json"), device_facts(runtime, options))
+    try:
+        rt = RUNTIMES[runtime](options)
+    except Exception as e:
+        # the runtime itself is missing or broken: every case is an error, said once per case
+        reason = f"runtime {runtime} unavailable on the device: {type(e).__name__}: {_short(e)}"
+        rt = None
+    n = 0
+    for case in m["cases"]:
+        with open(os.path.join(out_dir, case["tag"] + ".started"), "w"):
+            pass
+        if rt is None:
+            rec = {"tag": case["tag"], "id": case.get("id"), "status": "error", "reason": reason,
+                   "latency_us": [], "outputs": []}
+        else:
+            rec = run_case(rt, case, ws, out_dir, int(m.get("warmup", 1)), int(m.get("repeats", 5)))
+        write_json(os.path.join(out_dir, case["tag"] + ".json"), rec)
+        n += 1
+    write_json(os.path.join(out_dir, "done.json"), {"cases": n})
+    print(f"{DONE_MARK} {n}", flush=True)
+    return 0
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--probe"]:
+        runtime = argv[1] if len(argv) > 1 else None
+        print(json.dumps(device_facts(runtime, {})))
+        return 0
+    if len(argv) != 1:
+        print("usage: device_runner.py MANIFEST.json | --probe [RUNTIME]", file=sys.stderr)
+        return 2
+    return run_batch(argv[0])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,487 @@
+"""Remote targets: a built-in target's runtime on a device, driven through a transport.
+
+``pytest --target=htp --device=ssh:user@board`` wraps ``htp`` in a
+:class:`RemoteTarget`: the host builds each case's model exactly as the local
+target does (:mod:`targets.onnx_model` for ``htp``/``ort``,
+:mod:`targets.tflite_model` for ``tflite``/``tflite-ref``), writes a batch folder
+(models, raw inputs, ``manifest.json``, the device runner), and per batch of cases
+makes one push, one run of ``targets/device_runner.py`` on the device, one pull
+of the raw outputs, latencies and device facts, and one cleanup. Outputs come back
+as case-layout arrays, so the golden, the comparison and the report are the same
+as for a local target; each row carries the device and its facts.
+
+Faults: a dropped connection (:class:`~targets.transport.TransportError`, or a
+run that ended without the runner's completion line while the device no longer
+answers) triggers ``transport.reconnect()`` and a new attempt with the cases that
+did not finish (finished ones are kept from the partial pull); at most
+``retries`` such attempts (``?retries=N`` on the device, default 2), after which
+the unfinished cases are ``infra`` verdicts. A runner still going at its timeout
+(``?timeout=S`` per batch, default 60 s + 10 s per case) is killed on the device;
+the case it was running is a ``timeout`` verdict and the cases after it are run
+again. A runner that dies on a case (the connection being fine) makes that case
+a ``crash``. Every row records ``retries`` (how often its case was resubmitted).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from suite.dtypes import DTYPES
+from suite.errors import QconformError, Unsupported
+
+from .base import Outcome, Target, Timing
+from .transport import (REMOTE_TIMEOUT_RCS, CommandResult, DeviceSpec, Transport, TransportError,
+                        make_transport, parse_device)
+
+RUNNER = Path(__file__).with_name("device_runner.py")
+DONE_MARK = "qconform-runner: done"
+DEFAULT_RETRIES = 2
+
+
+@dataclass(frozen=True)
+class RemoteKind:
+    model: str                 # "onnx" | "tflite"
+    runtime: str               # the device runner's runtime
+    options: tuple = ()        # fixed runtime options
+    placement: str = ""
+
+
+#: built-in targets that can run on a device, and how
+REMOTABLE: dict[str, RemoteKind] = {
+    "htp": RemoteKind("onnx", "onnxruntime-qnn",
+                      placement="all nodes on QNNExecutionProvider (CPU fallback disabled)"),
+    "ort": RemoteKind("onnx", "onnxruntime"),
+    "tflite": RemoteKind("tflite", "litert", (("op_resolver", "AUTO"),)),
+    "tflite-ref": RemoteKind("tflite", "litert", (("op_resolver", "BUILTIN_REF"),)),
+}
+
+
+def remote_target(name: str, device: DeviceSpec | str, **options: Any) -> "RemoteTarget":
+    """The device form of built-in target ``name``; QconformError if it has none."""
+    if name not in REMOTABLE:
+        raise QconformError(f"target '{name}' cannot run on a device (device targets: "
+                            f"{', '.join(REMOTABLE)}; `netrun` takes --device too)", field="--device",
+                            rule="--device applies to device-capable targets")
+    return RemoteTarget(name, device, **options)
+
+
+@dataclass
+class _Prepared:
+    tag: str
+    entry: dict                 # the manifest entry
+    files: dict[str, bytes]     # relative path -> content
+    unpack: Any                 # list[np.ndarray] (model layout) -> case layout
+
+
+class RemoteTarget(Target):
+    description = "a built-in target's runtime on a device (see docs/devices.md)"
+    isolate = False   # the device runner is its own process: crashes/hangs are handled here
+
+    def __init__(self, inner: str, device: DeviceSpec | str, **options: Any):
+        super().__init__(**options)
+        from . import get_target
+        self.inner = inner
+        self.name = inner
+        self.kind = REMOTABLE[inner]
+        self.local = get_target(inner, **options)   # static checks and descriptions only
+        self.device = parse_device(device) if isinstance(device, str) else device
+        self.description = f"{self.local.description}, on device {self.device.label}"
+        self.expected_scheme = self.local.expected_scheme
+        self._transport: Transport | None = None
+        self._facts: dict[str, Any] | None = None
+        self._uid = secrets.token_hex(3)
+        self._batches = 0
+        self.retries_max = int(self.device.float_opt("retries", DEFAULT_RETRIES))
+
+    # ---- plumbing
+    @property
+    def transport(self) -> Transport:
+        if self._transport is None:
+            self._transport = make_transport(self.device)
+        return self._transport
+
+    def runtime_options(self) -> dict[str, Any]:
+        opts = dict(self.kind.options)
+        if self.kind.runtime == "onnxruntime-qnn":
+            opts["htp_performance_mode"] = str(self.options.get("htp_performance_mode", "burst"))
+        return opts
+
+    def batch_timeout(self, n: int) -> float:
+        if self.device.opt("timeout") is not None:
+            return self.device.float_opt("timeout", 0.0)
+        return 60.0 + 10.0 * n
+
+    # ---- discovery
+    def availability(self):
+        ok, why = self.transport.available()
+        if not ok:
+            return False, why
+        try:
+            if self.kind.model == "onnx":
+                import onnx  # noqa: F401
+            else:
+                import ai_edge_litert.schema_py_generated  # noqa: F401
+                import flatbuffers  # noqa: F401
+        except Exception as e:
+            return False, (f"the host cannot build {self.kind.model} models ({type(e).__name__}: {e}); "
+                           f"pip install {'onnx' if self.kind.model == 'onnx' else 'ai-edge-litert'}")
+        return True, f"{self.inner} on {self.device.label} via {why}"
+
+    def versions(self):
+        """Device facts (OS, SoC, runtime and QNN versions, HTP mode), probed once."""
+        if self._facts is None:
+            self._facts = self._probe()
+        v = {"device": self.device.label}
+        v.update({k: str(val) for k, val in self._facts.items() if val not in (None, "")})
+        v.update({k: str(val) for k, val in self.runtime_options().items()})
+        return v
+
+    def _probe(self) -> dict[str, Any]:
+        t = self.transport
+        stage = Path(tempfile.mkdtemp(prefix="qcprobe"))
+        ws = t.workspace(f"qconform-probe-{self._uid}")
+        try:
+            shutil.copy(RUNNER, stage / "device_runner.py")
+            t.push(stage, ws)
+            res = t.run([t.python, f"{ws}/device_runner.py", "--probe", self.kind.runtime], timeout=60.0)
+            t.cleanup(ws)
+            if res.rc != 0:
+                return {"probe_error": f"runner exit {res.rc}: {res.tail(300)}"}
+            return json.loads(res.stdout.strip().splitlines()[-1])
+        except (TransportError, ValueError, IndexError) as e:
+            return {"probe_error": f"{type(e).__name__}: {e}"[:400]}
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+
+    def unsupported(self, case):
+        return self.local.unsupported(case)
+
+    # ---- building a batch
+    def prepare(self, case, tag: str) -> _Prepared:
+        """Model and raw inputs of one case, as the local target would build them."""
+        entry: dict[str, Any] = {"tag": tag, "id": case.id}
+        files: dict[str, bytes] = {}
+        if self.kind.model == "onnx":
+            from . import onnx_model
+            model = onnx_model.build(case)
+            entry["model"] = f"models/{tag}.onnx"
+            files[entry["model"]] = model.content
+            entry["inputs"] = []
+            for j, (name, arr) in enumerate(model.feeds(case).items()):
+                f = f"inputs/{tag}_{j}.raw"
+                files[f] = _le(arr).tobytes()
+                entry["inputs"].append({"name": name, "file": f, "dtype": str(arr.dtype), "shape": list(arr.shape)})
+            entry["outputs"] = [{"name": go.name, "dtype": str(np.dtype(DTYPES[o.dtype].storage))}
+                                for go, o in zip(model.outputs, case.outputs)]
+            unpack = model.unpack
+        else:
+            from . import tflite_model
+            built = tflite_model.build(case)
+            entry["model"] = f"models/{tag}.tflite"
+            files[entry["model"]] = built.content
+            entry["inputs"] = []
+            for j, ci in enumerate(built.input_indices):
+                t = case.inputs[ci]
+                arr = np.asarray(t.data).astype(DTYPES[t.dtype].storage).reshape(t.shape)
+                f = f"inputs/{tag}_{j}.raw"
+                files[f] = _le(arr).tobytes()
+                entry["inputs"].append({"name": f"input{j}", "file": f, "dtype": str(arr.dtype),
+                                        "shape": list(arr.shape)})
+            entry["outputs"] = [{"name": f"output{j}", "dtype": str(np.dtype(DTYPES[o.dtype].storage))}
+                                for j, o in enumerate(case.outputs)]
+            unpack = lambda outs: [np.ascontiguousarray(o) for o in outs]   # noqa: E731
+        return _Prepared(tag, entry, files, unpack)
+
+    def write_batch(self, folder: Path, prepared: Sequence[_Prepared], timing: Timing) -> None:
+        manifest = {"format": "qconform-batch/1", "runtime": self.kind.runtime, "options": self.runtime_options(),
+                    "warmup": int(timing.warmup), "repeats": int(timing.repeats), "out": "out",
+                    "cases": [p.entry for p in prepared]}
+        for p in prepared:
+            for rel, content in p.files.items():
+                dst = folder / rel
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.write_bytes(content)
+        (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        shutil.copy(RUNNER, folder / "device_runner.py")
+
+    # ---- running
+    def run(self, cases: Sequence, timing: Timing) -> list[Outcome]:
+        outcomes: list[Outcome | None] = [None] * len(cases)
+        prepared: dict[int, _Prepared] = {}
+        for i, c in enumerate(cases):
+            why = self.unsupported(c)
+            if why:
+                outcomes[i] = Outcome.unsupported(why)
+                continue
+            try:
+                prepared[i] = self.prepare(c, f"c{i:04d}")
+            except Unsupported as e:
+                outcomes[i] = Outcome.unsupported(e.reason)
+            except Exception as e:
+                outcomes[i] = Outcome.error(f"building the model failed: {type(e).__name__}: {e}"[:2000])
+        retries = [0] * len(cases)
+        todo = sorted(prepared)
+        self._batches += 1
+        t = self.transport
+        trips0 = t.round_trips
+        failures, last_problem, last_status = 0, "", "infra"
+        attempt = 0
+        while todo:
+            stage = Path(tempfile.mkdtemp(prefix="qcbatch"))
+            try:
+                resolved, problem, status = self._attempt(stage, attempt, [prepared[i] for i in todo], todo,
+                                                          outcomes, timing)
+            finally:
+                shutil.rmtree(stage, ignore_errors=True)
+            attempt += 1
+            todo = [i for i in todo if outcomes[i] is None]
+            if problem:
+                last_problem, last_status = problem, status
+                if not resolved or status == "infra":
+                    failures += 1
+            if todo and failures > self.retries_max:
+                for i in todo:
+                    outcomes[i] = Outcome.error(
+                        f"device {self.device.label}: gave up after {failures} failed attempt(s) "
+                        f"({retries[i]} retries of this case): {last_problem}"[:2000], status=last_status)
+                break
+            for i in todo:
+                retries[i] += 1
+        trips = t.round_trips - trips0
+        facts = self._facts or {}
+        for i, o in enumerate(outcomes):
+            o.info.setdefault("device", self.device.label)
+            o.info["retries"] = retries[i]
+            o.info["batch_round_trips"] = trips
+            o.info["batch_cases"] = len(cases)
+            for k, v in facts.items():
+                if isinstance(v, (str, int, float)) and k != "probe_error":
+                    o.info.setdefault(f"device_{k}", v)
+        return outcomes  # type: ignore[return-value]
+
+    def _attempt(self, stage: Path, attempt: int, batch: list[_Prepared], idx: list[int],
+                 outcomes: list, timing: Timing) -> tuple[int, str, str]:
+        """One push/run/pull/cleanup; fills ``outcomes`` of finished cases.
+
+        Returns (cases resolved, the problem if the attempt fell short, its status).
+        """
+        t = self.transport
+        self.write_batch(stage / "batch", batch, timing)
+        ws = t.workspace(f"qconform-{self._uid}-{self._batches:04d}-{attempt}")
+        timeout = self.batch_timeout(len(batch))
+        res: CommandResult | None = None
+        cut = ""
+        try:
+            t.push(stage / "batch", ws)
+            res = t.run([t.python, f"{ws}/device_runner.py", f"{ws}/manifest.json"], timeout=timeout)
+        except TransportError as e:
+            cut = str(e)
+        finished = res is not None and DONE_MARK in res.stdout
+        timed_out = res is not None and (res.timed_out or res.rc in REMOTE_TIMEOUT_RCS) and not finished
+        if res is not None and not finished and not timed_out and not self._alive():
+            cut = f"connection lost during the run (exit {res.rc}): {res.tail(300)}"
+        if cut:
+            try:
+                t.reconnect()
+            except TransportError as e:
+                cut += f"; reconnect failed: {e}"
+                return 0, cut, "infra"
+        out = stage / "out"
+        try:
+            t.pull(f"{ws}/out", out)
+        except TransportError as e:
+            if not cut:
+                cut = f"pull failed: {e}"
+                try:
+                    t.reconnect()
+                except TransportError:
+                    pass
+        try:
+            t.cleanup(ws)
+        except TransportError:
+            pass
+        facts_file = out / "device.json"
+        if facts_file.exists() and self._facts is None:
+            try:
+                self._facts = json.loads(facts_file.read_text())
+            except ValueError:
+                pass
+        resolved = 0
+        in_flight = None
+        for p, i in zip(batch, idx):
+            rec_file = out / f"{p.tag}.json"
+            if rec_file.exists():
+                outcomes[i] = self._outcome(p, json.loads(rec_file.read_text()), out)
+                resolved += 1
+            elif (out / f"{p.tag}.started").exists() and in_flight is None:
+                in_flight = (p, i)
+        if cut:
+            return resolved, cut, "infra"
+        if finished:
+            return resolved, "", ""
+        if in_flight is not None:
+            p, i = in_flight
+            if timed_out:
+                outcomes[i] = Outcome.error(f"device runner killed at its timeout ({timeout:g} s per batch) "
+                                            f"while running this case on {self.device.label}", status="timeout")
+            else:
+                outcomes[i] = Outcome.error(f"device runner died (exit {res.rc}) while running this case on "
+                                            f"{self.device.label}: {res.tail(400)}", status="crash")
+            resolved += 1
+        what = "timed out" if timed_out else f"exited {res.rc} without finishing"
+        if in_flight is None:   # it never got to a case: the device's environment, not a kernel
+            return resolved, f"device runner {what} before its first case: {res.tail(300)}", "infra"
+        return resolved, f"device runner {what}: {res.tail(300)}", "timeout" if timed_out else "crash"
+
+    def _alive(self) -> bool:
+        try:
+            return self.transport.run(["true"], timeout=20.0).rc == 0
+        except TransportError:
+            return False
+
+    def _outcome(self, p: _Prepared, rec: dict, out: Path) -> Outcome:
+        status = rec.get("status")
+        if status == "unsupported":
+            return Outcome.unsupported(rec.get("reason", ""))
+        if status != "ok":
+            return Outcome.error(f"on {self.device.label}: {rec.get('reason', '')}")
+        outs = []
+        for o in rec.get("outputs", []):
+            arr = np.fromfile(out / o["file"], dtype=np.dtype(o["dtype"]).newbyteorder("<"))
+            outs.append(arr.astype(np.dtype(o["dtype"])).reshape(o["shape"]))
+        info = {"device": self.device.label}
+        if self.kind.placement:
+            info["placement"] = self.kind.placement
+        return Outcome.ok(p.unpack(outs), rec.get("latency_us", []), **info)
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+
+def _le(arr: np.ndarray) -> np.ndarray:
+    arr = np.ascontiguousarray(arr)
+    return arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+
+
+# ----------------------------------------------------------------------------- plugin helpers
+
+DIST_MODES = ("each", "shard")
+
+
+class FarmView(Target):
+    """What the xdist controller holds for a target spread over several devices.
+
+    It never runs a case (each worker runs its own device's RemoteTarget); it names the
+    devices for the report header and run.json. Device facts are in every result row
+    (``device_os``, ``device_soc``, ``device_qnn_sdk``, ...), as each worker probed them.
+    """
+
+    isolate = False   # never runs a case
+
+    def __init__(self, inner: str, devices: Sequence[DeviceSpec], **options: Any):
+        super().__init__(**options)
+        self.name = inner
+        self.devices = list(devices)
+        self.description = f"{inner} on {len(self.devices)} devices (one pytest-xdist worker each)"
+
+    def versions(self):
+        return {"devices": ", ".join(f"{d.label} (gw{k})" for k, d in enumerate(self.devices))}
+
+    def device_facts(self):
+        return {d.label: {"worker": f"gw{k}", "facts": "in the result rows (device_* columns)"}
+                for k, d in enumerate(self.devices)}
+
+    def run(self, cases, timing):
+        raise RuntimeError("the xdist controller does not run cases")
+
+
+def takes_device(name: str) -> bool:
+    """Whether target ``name`` drives a device itself (``netrun``, or a class with ``takes_device = True``)."""
+    from . import load_class
+    return bool(getattr(load_class(name), "takes_device", False))
+
+
+def device_targets(names: Sequence[str], device: DeviceSpec | None, devices: Sequence[DeviceSpec],
+                   target_options: dict[str, dict] | None = None) -> dict[str, Target]:
+    """The targets of a ``--device`` run: each name bound to ``device`` (None: the xdist controller).
+
+    Raises QconformError for a target that has no device form or is not available.
+    """
+    from . import get_target
+    target_options = target_options or {}
+    out: dict[str, Target] = {}
+    for n in names:
+        opts = dict(target_options.get(n, {}))
+        if device is None:
+            if not (n in REMOTABLE or takes_device(n)):
+                remote_target(n, devices[0])   # raises the explanation
+            out[n] = FarmView(n, devices, **opts)
+            continue
+        if takes_device(n):
+            t = get_target(n, device=device, **opts)
+        else:
+            t = remote_target(n, device, **opts)
+        ok, why = t.availability()
+        if not ok:
+            raise QconformError(f"target '{n}' cannot run on {device.label}: {why}", field="--device",
+                                rule="requested targets must be available")
+        out[n] = t
+    return out
+
+
+def device_for_process(devices: Sequence[DeviceSpec], workerinput: dict | None) -> DeviceSpec | None:
+    """The device this pytest process drives: worker gw<k> gets device k; a lone process the only one."""
+    if not devices:
+        return None
+    if workerinput is None:
+        return devices[0] if len(devices) == 1 else None
+    k = workerinput.get("qconform_device")
+    if k is None:
+        wid = str(workerinput.get("workerid", "gw0"))
+        k = int(wid[2:]) if wid[2:].isdigit() else 0
+    if not 0 <= int(k) < len(devices):
+        raise QconformError(f"worker {workerinput.get('workerid')} has no device (only {len(devices)} given)",
+                            field="--device", rule="one xdist worker per device")
+    return devices[int(k)]
+
+
+def plan_workers(option, has_xdist: bool) -> None:
+    """Before xdist reads its options: several devices -> one worker per device.
+
+    ``-n`` absent: set to the number of devices; ``-n auto``: resolved by
+    ``pytest_xdist_auto_num_workers`` to the same number; any other ``-n`` must
+    equal it. ``--dist`` becomes ``each`` (every device runs every case) or, with
+    ``--device-dist=shard``, ``loadgroup`` (each (op, target) group runs on one device).
+    """
+    from .transport import parse_device_list
+    devices = parse_device_list(getattr(option, "device", None))
+    if len(devices) < 2:
+        return
+    if not has_xdist:
+        raise QconformError(f"{len(devices)} devices need pytest-xdist (one worker per device): "
+                            f"pip install pytest-xdist", field="--device", rule="one xdist worker per device")
+    n = getattr(option, "numprocesses", None)
+    if n == 0:
+        raise QconformError(f"-n 0 with {len(devices)} devices", field="--device",
+                            rule="one xdist worker per device")
+    if n is None:
+        option.numprocesses = len(devices)
+    elif n not in ("auto", "logical") and int(n) != len(devices):
+        raise QconformError(f"-n {n} with {len(devices)} devices (drop -n, or give -n {len(devices)})",
+                            field="--device", rule="one xdist worker per device")
+    want = "loadgroup" if getattr(option, "device_dist", "each") == "shard" else "each"
+    if getattr(option, "dist", "no") not in ("no", want):
+        raise QconformError(f"--dist {option.dist} with several devices (the suite uses --dist {want} for "
+                            f"--device-dist={getattr(option, 'device_dist', 'each')})", field="--dist",
+                            rule="one xdist worker per device")
+    option.dist = want

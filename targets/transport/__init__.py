@@ -1,0 +1,261 @@
+"""Transports: how the suite reaches a device (this host, an ssh host, an adb device).
+
+One interface, :class:`Transport`, with four verbs a remote target needs per batch
+of cases:
+
+``push(local_dir, remote_dir)``   copy a folder's contents to the device (one round trip)
+``run(argv, timeout, env, cwd)``  run a command there; exit code, stdout, stderr (one round trip)
+``pull(remote_dir, local_dir)``   copy a folder's contents back (one round trip)
+``cleanup(remote_dir)``           remove a workspace (one round trip)
+
+plus ``reconnect()`` after a dropped connection and ``close()``. Commands are
+argv lists: the local transport runs them without a shell; ssh and adb must hand
+the device a shell string, which is built with :func:`shlex.quote` on every
+token, so a path or value with spaces, quotes or ``;`` stays one argument.
+
+A connection-level failure (host unreachable, device offline, session cut) raises
+:class:`TransportError`; a command that ran and failed is a :class:`CommandResult`
+with its exit code. Device strings (``--device``)::
+
+    local                          this host, workspaces under the system temp folder
+    local:/some/folder             this host, workspaces under /some/folder
+    ssh:[user@]host[:port]         the system OpenSSH client (keys, ~/.ssh/config as usual)
+    adb:SERIAL                     the system adb client (Debian's ``adb``)
+
+followed by optional ``?key=value&key=value`` settings (URL-encoded): ``python``
+(the device's Python, default ``python3``), ``root`` (remote workspace folder),
+``name`` (label in reports), ``timeout`` (runner timeout per batch, seconds),
+``retries`` (reconnect-and-retry attempts), and per kind: ssh ``config`` (an
+ssh_config file, ``-F``), ``identity`` (``-i``), ``port``; adb ``adb`` (client
+path), ``server`` (the adb server socket, e.g. ``tcp:127.0.0.1:5037``).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+from urllib.parse import parse_qsl
+
+from suite.errors import QconformError
+
+KINDS = ("local", "ssh", "adb")
+
+#: settings every device string may carry
+COMMON_KEYS = {"python", "root", "name", "timeout", "retries"}
+KIND_KEYS = {
+    "local": set(),
+    "ssh": {"config", "identity", "port", "ssh", "connect_timeout"},
+    "adb": {"adb", "server", "wait"},
+}
+
+
+class TransportError(Exception):
+    """The device or the connection failed (not the command): an infrastructure error."""
+
+
+@dataclass
+class CommandResult:
+    rc: int | None              # None when killed at the timeout
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    seconds: float = 0.0
+    data: bytes = b""           # raw stdout, for verbs that stream files
+
+    def tail(self, n: int = 600) -> str:
+        text = (self.stderr.strip() or self.stdout.strip())
+        return text[-n:]
+
+
+@dataclass
+class DeviceSpec:
+    """A parsed ``--device`` value."""
+
+    kind: str
+    address: str                      # '' for local, [user@]host[:port] for ssh, serial for adb
+    options: dict[str, str] = field(default_factory=dict)
+    text: str = ""
+
+    @property
+    def label(self) -> str:
+        """How the device is named in results rows and reports."""
+        if self.options.get("name"):
+            return self.options["name"]
+        return f"{self.kind}:{self.address}" if self.address else self.kind
+
+    def opt(self, key: str, default=None):
+        return self.options.get(key, default)
+
+    def float_opt(self, key: str, default: float) -> float:
+        v = self.options.get(key)
+        if v is None:
+            return default
+        try:
+            x = float(v)
+        except ValueError:
+            raise QconformError(f"'{key}={v}' is not a number", source=self.text, field="--device",
+                                rule=f"{key} is a number") from None
+        if x < 0:
+            raise QconformError(f"'{key}={v}' must be >= 0", source=self.text, field="--device")
+        return x
+
+
+def parse_device(text: str) -> DeviceSpec:
+    """Parse one ``--device`` value; QconformError naming the rule on anything malformed."""
+    raw = text.strip()
+    if not raw:
+        raise QconformError("empty device", field="--device", rule="kind:address")
+    head, sep, query = raw.partition("?")
+    kind, _, address = head.partition(":")
+    kind = kind.strip().lower()
+    if kind not in KINDS:
+        raise QconformError(f"unknown device kind '{kind}' in '{raw}' (known: {', '.join(KINDS)}; "
+                            f"e.g. ssh:user@host, adb:SERIAL, local)", field="--device",
+                            rule="kind:address")
+    options: dict[str, str] = {}
+    if sep:
+        try:
+            pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
+        except ValueError:
+            raise QconformError(f"bad settings '?{query}' (expected key=value&key=value)",
+                                source=raw, field="--device", rule="?key=value settings") from None
+        allowed = COMMON_KEYS | KIND_KEYS[kind]
+        for k, v in pairs:
+            if k not in allowed:
+                raise QconformError(f"unknown setting '{k}' for a {kind} device (known: "
+                                    f"{', '.join(sorted(allowed))})", source=raw, field="--device",
+                                    rule="known settings")
+            options[k] = v
+    if kind in ("ssh", "adb") and not address:
+        example = "ssh:user@host" if kind == "ssh" else "adb:SERIAL"
+        raise QconformError(f"'{raw}' names no {'host' if kind == 'ssh' else 'serial'} (e.g. {example})",
+                            field="--device", rule="kind:address")
+    if kind == "ssh" and address.startswith("-"):
+        raise QconformError(f"ssh host '{address}' must not start with '-'", field="--device",
+                            rule="a host name")
+    if kind == "adb" and (address.startswith("-") or any(ch.isspace() for ch in address)):
+        raise QconformError(f"adb serial '{address}' must not start with '-' or hold spaces",
+                            field="--device", rule="an adb serial")
+    return DeviceSpec(kind, address, options, raw)
+
+
+def parse_device_list(values: Sequence[str] | None) -> list[DeviceSpec]:
+    """``--device`` values (repeatable, comma lists) -> specs, duplicates rejected."""
+    out: list[DeviceSpec] = []
+    for v in values or []:
+        for part in _split_commas(v):
+            spec = parse_device(part)
+            if any(s.label == spec.label for s in out):
+                raise QconformError(f"device '{spec.label}' given twice", field="--device",
+                                    rule="each device once (add ?name=... to tell two apart)")
+            out.append(spec)
+    return out
+
+
+def _split_commas(v: str) -> list[str]:
+    # a comma inside the ?settings belongs to the value, so split only before a 'kind:'
+    parts, cur = [], ""
+    for piece in v.split(","):
+        if cur and piece.strip().split(":", 1)[0].lower() in KINDS:
+            parts.append(cur)
+            cur = piece
+        else:
+            cur = piece if not cur else cur + "," + piece
+    if cur.strip():
+        parts.append(cur)
+    return [p.strip() for p in parts if p.strip()]
+
+
+def shell_command(argv: Sequence[str], env: dict[str, str] | None = None, cwd: str | None = None,
+                  timeout_s: float | None = None) -> str:
+    """The POSIX shell string that runs ``argv`` exactly: every token quoted.
+
+    ``cd CWD && exec env K=V... [timeout -k 5 T] argv...``; the device-side
+    ``timeout`` kills a hung command even when the connection is gone.
+    """
+    words: list[str] = []
+    if env:
+        words += ["env"] + [f"{k}={v}" for k, v in env.items()]
+    if timeout_s is not None:
+        # TERM first (timeout itself survives it and exits 124), KILL 5 s later if still alive;
+        # `timeout -s KILL` would kill timeout too, and ssh reports that as its own failure (255)
+        words += ["timeout", "-k", "5", str(max(1, int(round(timeout_s))))]
+    words += [str(a) for a in argv]
+    cmd = "exec " + " ".join(shlex.quote(w) for w in words)
+    if cwd:
+        cmd = f"cd {shlex.quote(cwd)} && {cmd}"
+    return cmd
+
+
+#: exit codes of a command stopped by the device-side `timeout` (124; 137 when KILL was needed)
+REMOTE_TIMEOUT_RCS = (124, 137)
+
+
+class Transport:
+    """Base class: push / run / pull / cleanup, reconnect, close. Counts round trips."""
+
+    kind = "base"
+    default_root = "/tmp"
+    default_python = "python3"
+
+    def __init__(self, spec: DeviceSpec):
+        self.spec = spec
+        self.round_trips = 0
+        self.reconnects = 0
+
+    @property
+    def label(self) -> str:
+        return self.spec.label
+
+    @property
+    def root(self) -> str:
+        return self.spec.opt("root") or self.default_root
+
+    @property
+    def python(self) -> str:
+        return self.spec.opt("python") or self.default_python
+
+    def workspace(self, name: str) -> str:
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
+        return posixpath.join(self.root, safe)
+
+    def available(self) -> tuple[bool, str]:
+        return True, self.kind
+
+    # ---- the four verbs
+    def push(self, local_dir: Path, remote_dir: str) -> None:
+        raise NotImplementedError
+
+    def run(self, argv: Sequence[str], timeout: float, env: dict[str, str] | None = None,
+            cwd: str | None = None) -> CommandResult:
+        raise NotImplementedError
+
+    def pull(self, remote_dir: str, local_dir: Path) -> None:
+        raise NotImplementedError
+
+    def cleanup(self, remote_dir: str) -> None:
+        raise NotImplementedError
+
+    # ---- connection
+    def reconnect(self, wait_s: float = 30.0) -> None:
+        """Re-establish the connection after a TransportError (raises TransportError if it cannot)."""
+        self.reconnects += 1
+
+    def close(self) -> None:
+        pass
+
+
+def make_transport(spec: DeviceSpec | str) -> Transport:
+    if isinstance(spec, str):
+        spec = parse_device(spec)
+    if spec.kind == "local":
+        from .local import LocalTransport
+        return LocalTransport(spec)
+    if spec.kind == "ssh":
+        from .ssh import SshTransport
+        return SshTransport(spec)
+    from .adb import AdbTransport
+    return AdbTransport(spec)

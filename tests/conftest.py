@@ -1,0 +1,36 @@
+"""Shared fixtures of the project's own tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def run_suite(tmp_path):
+    """Run the conformance suite in a subprocess; returns (CompletedProcess, report_dir)."""
+    def _run(*args: str, report_dir: Path | None = None, timeout: float = 600, env: dict | None = None):
+        rd = report_dir or (tmp_path / "report")
+        # "--opt=PATH": an existing folder given as a separate word outside the project would be
+        # taken by pytest for a test path while it picks its rootdir (see README, "Paths")
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--report-dir={rd}", *args]
+        e = dict(os.environ)
+        e.update(env or {})
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=e)
+        return proc, rd
+    return _run
+
+
+@pytest.fixture
+def qconform_cli():
+    """Run the qconform command line in a subprocess."""
+    def _run(*args: str, timeout: float = 300, cwd: Path | None = None):
+        cmd = [sys.executable, "-m", "suite", *args]
+        return subprocess.run(cmd, cwd=cwd or ROOT, capture_output=True, text=True, timeout=timeout)
+    return _run

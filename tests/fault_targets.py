@@ -1,0 +1,155 @@
+"""Fault-injection targets for the isolation tests (not shipped as targets).
+
+:class:`Faulty` returns the golden for every case except those its plan names, on
+which it misbehaves in one of the ways kernels under certification do. The plan maps
+case ids to fault kinds; it comes from the ``QCONFORM_FAULTS`` environment variable
+(JSON ``{"ADD-tie-000": "segv", ...}``, inherited by the isolation worker) or,
+without it, :data:`DEFAULT_PLAN`. :data:`EXPECTED` is the verdict each kind must get.
+``QCONFORM_FAULT_DELAY`` (seconds) slows every case down.
+
+:class:`BatchedFaulty` does the same work but overrides ``run()`` (as a target that
+builds one model for many cases would), so a crash inside its batch cannot be
+attributed until the suite re-runs the batch one case at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+from suite.errors import Unsupported
+from targets.base import Outcome, Target, Timing
+
+#: fault kind -> (status the suite must give, text the reason must contain)
+EXPECTED: dict[str, tuple[str, str]] = {
+    "segv": ("crash", "SIGSEGV"),           # NULL dereference in native code
+    "abort": ("crash", "SIGABRT"),          # abort() / failed assert in a kernel
+    "fpe": ("crash", "SIGFPE"),             # integer division by zero in a kernel
+    "sigkill": ("crash", "SIGKILL"),        # the OOM killer
+    "exit": ("crash", "exited with status 7"),   # exit(7) inside a library
+    "sysexit": ("crash", "SystemExit"),     # sys.exit() raised by a Python kernel
+    "hang": ("timeout", "no result within"),     # blocked in a native call
+    "spin": ("timeout", "no result within"),     # busy loop holding the GIL
+    "shape": ("error", "shape"),            # output of the wrong shape
+    "dtype": ("error", "dtype"),            # strings where int8 codes are due
+    "nan": ("error", "non-finite"),         # NaN where integers are due
+    "range": ("error", "outside the"),      # int32 values beyond the output dtype
+    "count": ("error", "output(s)"),        # two outputs for a one-output op
+    "raise": ("error", "kernel exploded"),  # an exception
+    "not_outcome": ("error", "instead of an Outcome"),   # a bare list instead of an Outcome
+    "unpicklable": ("error", "cannot be transferred"),   # outputs that cannot leave the worker
+    "noisy": ("pass", ""),                  # prints to fd 1 and 2, then the right answer
+    "off": ("fail", "LSB"),                 # a numeric mismatch: fail, not error
+    "unsupported": ("unsupported", "cannot do this one"),
+}
+
+DEFAULT_PLAN = {
+    "ADD-sat_lo-000": "segv", "ADD-zp_max-000": "hang", "ADD-broadcast-000": "shape",
+    "ADD-tie-000": "abort", "ADD-mult_extreme-000": "nan", "ADD-sat_lo-001": "exit",
+}
+
+
+def plan() -> dict[str, str]:
+    text = os.environ.get("QCONFORM_FAULTS")
+    return json.loads(text) if text else dict(DEFAULT_PLAN)
+
+
+def _golden(case):
+    from reference import golden
+    return [np.array(o) for o in golden(case)]
+
+
+def misbehave(kind: str, case):
+    """Do fault ``kind`` on ``case``: returns an Outcome (or whatever garbage the kind returns)."""
+    if kind == "segv":
+        import ctypes
+        ctypes.string_at(0)
+    elif kind == "abort":
+        os.abort()
+    elif kind == "fpe":
+        os.kill(os.getpid(), signal.SIGFPE)
+    elif kind == "sigkill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif kind == "exit":
+        os._exit(7)
+    elif kind == "sysexit":
+        sys.exit(3)
+    elif kind == "hang":
+        time.sleep(3600)
+    elif kind == "spin":
+        while True:
+            pass
+    elif kind == "raise":
+        raise RuntimeError("kernel exploded")
+    elif kind == "unsupported":
+        raise Unsupported("this kernel cannot do this one")
+    outs = _golden(case)
+    if kind == "shape":
+        return Outcome.ok([np.zeros((1, 2, 3, 4, 5), np.int8)], [1.0])
+    if kind == "dtype":
+        return Outcome.ok([np.full(outs[0].shape, "x")], [1.0])
+    if kind == "nan":
+        return Outcome.ok([np.full(outs[0].shape, np.nan, np.float32)], [1.0])
+    if kind == "range":
+        return Outcome.ok([np.full(outs[0].shape, 1000, np.int32)], [1.0])
+    if kind == "count":
+        return Outcome.ok([outs[0], outs[0]], [1.0])
+    if kind == "not_outcome":
+        return outs
+    if kind == "unpicklable":
+        return Outcome.ok([np.array([lambda: 0], dtype=object)], [1.0])
+    if kind == "noisy":
+        os.write(1, b"\x00\x01garbage on stdout that is not a protocol frame\n" * 100)
+        os.write(2, b"noise on stderr\n")
+        print("print() to stdout", flush=True)
+        return Outcome.ok(outs, [1.0])
+    if kind == "off":
+        flat = outs[0].reshape(-1)
+        info_max = np.iinfo(flat.dtype).max
+        flat[0] = flat[0] - 5 if flat[0] > np.iinfo(flat.dtype).min + 5 else min(flat[0] + 5, info_max)
+        return Outcome.ok(outs, [1.0])
+    raise ValueError(f"unknown fault kind {kind!r}")
+
+
+class Faulty(Target):
+    """The golden, except on the planned cases (see module docstring)."""
+
+    name = "faulty"
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.plan = plan()
+
+    def run_one(self, case, timing: Timing) -> Outcome:
+        time.sleep(float(os.environ.get("QCONFORM_FAULT_DELAY", "0")))   # a slow kernel (resume tests)
+        kind = self.plan.get(case.id)
+        if kind is not None:
+            return misbehave(kind, case)
+        return Outcome.ok(_golden(case), [1.0], pid=os.getpid())   # the row shows which process ran it
+
+    def safe_run_one(self, case, timing: Timing):
+        # as Target.safe_run_one, but garbage (a non-Outcome) is passed on for the suite to judge
+        if self.plan.get(case.id) == "not_outcome":
+            return misbehave("not_outcome", case)
+        return super().safe_run_one(case, timing)
+
+
+class BatchedFaulty(Faulty):
+    """Faulty, batching internally: nothing is reported until the whole batch is done."""
+
+    name = "batched-faulty"
+
+    def run(self, cases, timing):
+        return [self.safe_run_one(c, timing) for c in cases]
+
+
+class InProcessFaulty(Faulty):
+    """Faulty with ``isolate = False``: runs inside the pytest process (only safe faults)."""
+
+    name = "inprocess-faulty"
+    isolate = False
