@@ -100,6 +100,10 @@ def build_run_info(run, *, skipped=(), started: str | None = None, finished: str
     if rows is not None:
         doc["counts"] = {k: v for k, v in statuses_of(rows).items() if v}
         doc["cost"] = cost_of(rows)
+        if started and finished:
+            wall = (_dt.datetime.fromisoformat(finished) - _dt.datetime.fromisoformat(started)).total_seconds()
+            doc["cost"]["wall_s"] = wall
+            doc["cost"]["analysis_pct_of_wall"] = round(100 * doc["cost"]["analysis_s"] / wall, 2) if wall else None
         devices = sorted({str(r["device"]) for r in rows if r.get("device")})
         if devices:
             doc["devices_seen"] = devices
@@ -107,7 +111,8 @@ def build_run_info(run, *, skipped=(), started: str | None = None, finished: str
 
 
 def cost_of(rows: list[dict]) -> dict[str, Any]:
-    """Harness time, of which scheme/cause analysis, summed over rows (all workers)."""
+    """Judging time per row (golden, compare, analysis; not the target's run), of which the
+    scheme/cause analysis, summed over rows (all workers)."""
     harness = sum(float(r.get("harness_s") or 0) for r in rows)
     analysis = sum(float(r.get("analysis_s") or 0) for r in rows)
     return {"rows": len(rows), "harness_s": round(harness, 3), "analysis_s": round(analysis, 3),

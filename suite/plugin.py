@@ -311,11 +311,7 @@ def pytest_generate_tests(metafunc):
     for op, cs in by_op.items():
         for t in targets:
             for c in cs:
-                if metafunc.config.getoption("dist", "no") == "loadgroup" and metafunc.config.option.device:
-                    # --device-dist=shard: an (op, target) group runs, batched, on one device
-                    params.append(pytest.param((c, t), marks=pytest.mark.xdist_group(f"{op}:{t}")))
-                else:
-                    params.append((c, t))
+                params.append((c, t))
                 ids.append(f"{c.id}:{t}")
     metafunc.parametrize("qc_pair", params, ids=ids)
 
@@ -356,10 +352,20 @@ def pytest_xdist_auto_num_workers(config):
     return None
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """--device-dist=shard: xdist's scope scheduling with (op, target) as the scope."""
+    st = _state(config)
+    if st is None or not config.option.device or config.option.device_dist != "shard":
+        return None
+    from targets.remote import op_target_scheduler
+    groups = {f"{c.id}:{t}": f"{c.op}:{t}" for c in _cases(config) for t in st["run"].config.targets}
+    return op_target_scheduler(config, log, groups)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_cmdline_main(config):
     """Several --device values: one xdist worker per device (a wrapper: before xdist reads -n / --dist)."""
-    if getattr(config.option, "device", None):
+    if getattr(config.option, "device", None) and not hasattr(config, "workerinput"):
         from targets.remote import plan_workers
         try:
             plan_workers(config.option, config.pluginmanager.hasplugin("xdist"))

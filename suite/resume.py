@@ -43,7 +43,6 @@ class Resume:
     run_id: str
     started: str | None
     options: dict[str, Any]
-    command: list[str] = field(default_factory=list)
     offset: int = 0                  # bytes of results.jsonl recorded before this session
     done: dict[tuple[str, str], int] = field(default_factory=dict)   # (case_id, target) -> rows
 
@@ -51,9 +50,6 @@ class Resume:
 def open_run(run_dir: str, report_dir: str | None = None) -> Resume:
     """Check RUN_DIR is a run's report folder; QconformError (field --resume) if not."""
     d = Path(run_dir)
-    if report_dir is not None and Path(report_dir).resolve() != d.resolve():
-        raise QconformError(f"--report-dir {report_dir} differs from the run being resumed", field="--resume",
-                            rule="a resumed run reports into RUN_DIR (omit --report-dir)")
     if not d.is_dir():
         raise QconformError("no such run directory", source=str(d), field="--resume",
                             rule="--resume takes the report folder of an earlier run")
@@ -70,8 +66,10 @@ def open_run(run_dir: str, report_dir: str | None = None) -> Resume:
     if not isinstance(opts, dict) or not isinstance(info.get("run_id"), str) or not info["run_id"]:
         raise QconformError("lacks run_id / options", source=str(p), field="--resume",
                             rule="run.json as qconform writes it (qconform-run/1)")
-    cmd = info.get("command") if isinstance(info.get("command"), list) else []
-    return Resume(d, info["run_id"], info.get("started"), opts, [str(c) for c in cmd])
+    if report_dir is not None and Path(report_dir).resolve() != d.resolve():
+        raise QconformError(f"--report-dir {report_dir} differs from the run being resumed", field="--resume",
+                            rule="a resumed run reports into RUN_DIR (omit --report-dir)")
+    return Resume(d, info["run_id"], info.get("started"), opts)
 
 
 def _given(argv: list[str], opt: str) -> bool:
@@ -109,9 +107,8 @@ def check_config(res: Resume, rc) -> None:
         if was != now:
             diffs.append(f"{opt} {_show(now)} (the run had {_show(was)})")
     if diffs:
-        cmd = " ".join(res.command) if res.command else ""
         raise QconformError("cannot resume with different options: " + "; ".join(diffs)
-                            + (f". The run was: {cmd}" if cmd else ""), source=str(res.dir), field="--resume",
+                            + " (leave them out to take the run's)", source=str(res.dir), field="--resume",
                             rule="a resumed run keeps the seed, cases-per-op, scheme, ops, targets and case files")
 
 

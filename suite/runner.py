@@ -105,6 +105,9 @@ class Run:
         self.waivers = load_waivers(config.waivers)
         self._pending: dict[tuple[str, str], OrderedDict[str, Case]] = defaultdict(OrderedDict)
         self._verdicts: dict[tuple[str, str], Any] = {}   # judged, not yet asked for (or the exception)
+        # a row is written as soon as its case is judged (kill -9 loses at most the case in flight);
+        # a pytest-xdist worker also judges pairs another worker is given: it writes rows when asked
+        self._rows_when_judged = config.worker is None
         self._writer = None
         self.report_dir = Path(config.report_dir)
         self.run_id = config.run_id or _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
@@ -229,6 +232,8 @@ class Run:
         v = self._verdicts.pop(key)
         if isinstance(v, Exception):
             raise v
+        if not self._rows_when_judged:
+            self.writer.append(v.row)
         return v
 
     def _judge(self, case: Case, target: str, o) -> Verdict:
@@ -267,7 +272,8 @@ class Run:
         if self.waivers:
             self.waivers.apply(v, self.versions(target))   # a waived failure becomes "waived"
         v.row["harness_s"] = round(time.perf_counter() - t_start, 6)
-        self.writer.append(v.row)
+        if self._rows_when_judged:
+            self.writer.append(v.row)
         return v
 
     def _analyse(self, case: Case, cmp: Comparison, want) -> dict[str, Any]:

@@ -461,7 +461,8 @@ def plan_workers(option, has_xdist: bool) -> None:
     ``-n`` absent: set to the number of devices; ``-n auto``: resolved by
     ``pytest_xdist_auto_num_workers`` to the same number; any other ``-n`` must
     equal it. ``--dist`` becomes ``each`` (every device runs every case) or, with
-    ``--device-dist=shard``, ``loadgroup`` (each (op, target) group runs on one device).
+    ``--device-dist=shard``, ``load`` with :func:`op_target_scheduler` (each
+    (op, target) group runs, batched, on one device).
     """
     from .transport import parse_device_list
     devices = parse_device_list(getattr(option, "device", None))
@@ -479,9 +480,30 @@ def plan_workers(option, has_xdist: bool) -> None:
     elif n not in ("auto", "logical") and int(n) != len(devices):
         raise QconformError(f"-n {n} with {len(devices)} devices (drop -n, or give -n {len(devices)})",
                             field="--device", rule="one xdist worker per device")
-    want = "loadgroup" if getattr(option, "device_dist", "each") == "shard" else "each"
+    want = "load" if getattr(option, "device_dist", "each") == "shard" else "each"
     if getattr(option, "dist", "no") not in ("no", want):
         raise QconformError(f"--dist {option.dist} with several devices (the suite uses --dist {want} for "
                             f"--device-dist={getattr(option, 'device_dist', 'each')})", field="--dist",
                             rule="one xdist worker per device")
     option.dist = want
+
+
+def op_target_scheduler(config, log, groups: dict[str, str]):
+    """xdist's own LoadScopeScheduling with the (op, target) pair as the scope.
+
+    xdist hands each scope, whole, to one worker, so an (op, target) group runs as
+    batches on one device, and a free worker takes the next group. (This is how
+    xdist's ``loadgroup`` is built, keyed here by the case's op instead of an
+    ``xdist_group`` mark; with pytest 9 and xdist 3.8 that mark's node-id suffix
+    is lost, so ``--dist loadgroup`` no longer groups.) ``groups`` maps the test
+    id ``<case id>:<target>`` to ``<op>:<target>``.
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OpTargetScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            i, j = nodeid.find("["), nodeid.rfind("]")
+            key = nodeid[i + 1:j] if 0 <= i < j else nodeid
+            return groups.get(key, nodeid)
+
+    return OpTargetScheduling(config, log)

@@ -109,9 +109,9 @@ def misbehave(kind: str, case):
         print("print() to stdout", flush=True)
         return Outcome.ok(outs, [1.0])
     if kind == "off":
-        flat = outs[0].reshape(-1)
-        info_max = np.iinfo(flat.dtype).max
-        flat[0] = flat[0] - 5 if flat[0] > np.iinfo(flat.dtype).min + 5 else min(flat[0] + 5, info_max)
+        flat = outs[0].reshape(-1)   # element 0 moved to the far end of the dtype's range
+        lo, hi = np.iinfo(flat.dtype).min, np.iinfo(flat.dtype).max
+        flat[0] = lo if int(flat[0]) > (int(lo) + int(hi)) // 2 else hi
         return Outcome.ok(outs, [1.0])
     raise ValueError(f"unknown fault kind {kind!r}")
 

@@ -2,7 +2,8 @@
 
 Each model holds the operator under test between its DequantizeLinear / QuantizeLinear nodes
 (a fused activation follows as its own Q -> DQ -> Relu / Clip unit, see :func:`_fused`). LiteRT
-layouts are converted on the data, recorded on the graph inputs / outputs (and permuted in the initializers), never as Transpose nodes:
+layouts are converted on the data, recorded on the graph inputs / outputs (and permuted in the
+initializers), never as Transpose nodes:
 
 * CONV_2D -> Conv: NHWC -> NCHW, OHWI -> OIHW (per-axis DQ axis 0), ``group`` = C_in / C_w.
 * DEPTHWISE_CONV_2D -> Conv with ``group`` = C_in: 1HWO -> O1HW (per-axis axis 3 -> 0); output
@@ -19,8 +20,6 @@ Padding follows LiteRT (reference/ops/conv.py: out_size, pad_before): SAME puts 
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from reference.ops.conv import conv_geometry, out_size, pad_before
 

@@ -25,7 +25,8 @@ with its exit code. Device strings (``--device``)::
 followed by optional ``?key=value&key=value`` settings (URL-encoded): ``python``
 (the device's Python, default ``python3``), ``root`` (remote workspace folder),
 ``name`` (label in reports), ``timeout`` (runner timeout per batch, seconds),
-``retries`` (reconnect-and-retry attempts), and per kind: ssh ``config`` (an
+``retries`` (reconnect-and-retry attempts), ``wait`` (seconds a reconnect may
+take), and per kind: ssh ``config`` (an
 ssh_config file, ``-F``), ``identity`` (``-i``), ``port``; adb ``adb`` (client
 path), ``server`` (the adb server socket, e.g. ``tcp:127.0.0.1:5037``).
 """
@@ -44,11 +45,11 @@ from suite.errors import QconformError
 KINDS = ("local", "ssh", "adb")
 
 #: settings every device string may carry
-COMMON_KEYS = {"python", "root", "name", "timeout", "retries"}
+COMMON_KEYS = {"python", "root", "name", "timeout", "retries", "wait"}
 KIND_KEYS = {
     "local": set(),
     "ssh": {"config", "identity", "port", "ssh", "connect_timeout"},
-    "adb": {"adb", "server", "wait"},
+    "adb": {"adb", "server"},
 }
 
 

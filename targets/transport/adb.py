@@ -16,7 +16,7 @@ A failure of adb itself (device offline / not found / unauthorized, closed,
 protocol fault, no server) raises :class:`TransportError`; ``reconnect`` runs
 ``adb reconnect offline`` and ``adb wait-for-device`` (bounded). Settings:
 ``adb`` (client path), ``server`` (``ADB_SERVER_SOCKET``, e.g. ``tcp:127.0.0.1:5037``),
-``wait`` (seconds to wait for the device after a reconnect).
+and the common ``wait`` (seconds to wait for the device after a reconnect).
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ class AdbTransport(Transport):
     def reconnect(self, wait_s: float | None = None) -> None:
         """``adb reconnect offline`` (not kill-server: other runs share it), then wait for the device."""
         super().reconnect(wait_s or 0)
-        wait_s = float(self.spec.opt("wait", wait_s or 30.0))
+        wait_s = self.spec.float_opt("wait", wait_s or 30.0)
         try:
             self._adb(["reconnect", "offline"], 20.0, serial=False)
         except TransportError:

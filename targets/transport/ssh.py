@@ -145,6 +145,7 @@ class SshTransport(Transport):
     def reconnect(self, wait_s: float = 30.0) -> None:
         """Drop the (possibly dead) master connection and open a new one."""
         super().reconnect(wait_s)
+        wait_s = self.spec.float_opt("wait", wait_s)
         self._exit_master()
         deadline = time.monotonic() + wait_s
         delay, last = 0.5, ""

@@ -17,9 +17,9 @@ The device's ``/data/local/tmp`` is a local folder: sync paths under it are mapp
 to the folder, and shell commands run locally with ``sh -c`` after the same prefix
 is rewritten in the command text (so the folder's own path must need no shell
 quoting). Faults for the tests: ``drop_after(n, pattern)`` cuts the connection of
-the running shell command once ``n`` files matching ``pattern`` have appeared
-below the folder, kills the command, and keeps the device ``offline`` until the
-client sends ``adb reconnect offline``.
+a running device-runner command once ``n`` files matching ``pattern`` have appeared
+below the folder since it started, kills the command, and keeps the device
+``offline`` until the client sends ``adb reconnect offline``.
 
 Run standalone: ``python tests/standins/fake_adb_server.py --port 5137 --device
 SERIAL=/some/folder``, then ``adb -P 5137 -s SERIAL shell echo hi``.
@@ -116,10 +116,11 @@ class FakeAdbServer:
     def socket_spec(self) -> str:
         return f"tcp:127.0.0.1:{self.port}"
 
-    def drop_after(self, n_files: int, pattern: str, times: int = 1, offline_s: float = 0.0) -> None:
-        """Cut the next shell command(s) once ``n_files`` new files match ``pattern`` (glob below the folder)."""
+    def drop_after(self, n_files: int, pattern: str, times: int = 1, command: str = "device_runner") -> None:
+        """Cut the next shell command(s) holding ``command`` once ``n_files`` files matching
+        ``pattern`` (a glob below the folder) appeared after the command started."""
         with self._lock:
-            self._fault = {"n": n_files, "pattern": pattern, "times": times, "offline_s": offline_s}
+            self._fault = {"n": n_files, "pattern": pattern, "times": times, "command": command}
 
     def set_state(self, serial: str, state: str) -> None:
         self.devices[serial].state = state
@@ -306,10 +307,10 @@ class FakeAdbServer:
         for t in pumps:
             t.start()
         threading.Thread(target=drain, daemon=True).start()
-        fault = self._fault
+        fault = self._fault if self._fault is not None and self._fault["command"] in cmd else None
         while p.poll() is None:
             if fault is not None and fault["times"] > 0:
-                n = sum(1 for f in dev.folder.glob(fault["pattern"]) if f.stat().st_mtime >= started - 1)
+                n = sum(1 for f in dev.folder.glob(fault["pattern"]) if _mtime(f) >= started)
                 if n >= fault["n"]:
                     with self._lock:
                         fault["times"] -= 1
@@ -446,6 +447,13 @@ class FakeAdbServer:
             chunk = data[i:i + SYNC_DATA_MAX]
             sock.sendall(b"DATA" + struct.pack("<I", len(chunk)) + chunk)
         sock.sendall(b"DONE" + bytes(4))
+
+
+def _mtime(f: Path) -> float:
+    try:
+        return f.stat().st_mtime
+    except OSError:   # removed meanwhile
+        return 0.0
 
 
 def _kill_group(p: subprocess.Popen) -> None:

@@ -1,0 +1,87 @@
+"""Several devices: one pytest-xdist worker per device, one merged report with the device in
+every row (here two `local` devices, which behave as two boards would)."""
+
+from __future__ import annotations
+
+import collections
+import csv
+import json
+
+import pytest
+
+from targets import get_target
+
+pytest.importorskip("xdist", reason="several devices need pytest-xdist")
+
+
+def _rows(rd):
+    return [json.loads(line) for line in (rd / "results.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _devices(tmp_path):
+    return [f"--device=local:{tmp_path / 'board a'}?name=board-a",
+            f"--device=local:{tmp_path / 'board b'}?name=board-b"]
+
+
+def test_two_devices_two_workers_one_merged_report(run_suite, tmp_path):
+    target = "htp" if get_target("htp").availability()[0] else "ort"
+    proc, rd = run_suite(f"--target={target}", "--ops", "ADD,MUL", "--cases-per-op", "3", "-v",
+                         *_devices(tmp_path))
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "created: 2/2 workers" in proc.stdout or "2 workers" in proc.stdout
+    rows = _rows(rd)
+    by_dev = collections.defaultdict(list)
+    for r in rows:
+        by_dev[r["device"]].append(r)
+    assert set(by_dev) == {"board-a", "board-b"}              # the device in every row
+    # each worker bound to its own device: gw0 -> board-a, gw1 -> board-b
+    assert {r["worker"] for r in by_dev["board-a"]} == {"gw0"}
+    assert {r["worker"] for r in by_dev["board-b"]} == {"gw1"}
+    # every case on every device, once
+    ids_a = collections.Counter(r["case_id"] for r in by_dev["board-a"])
+    ids_b = collections.Counter(r["case_id"] for r in by_dev["board-b"])
+    assert ids_a == ids_b and max(ids_a.values()) == 1 and len(ids_a) >= 6
+    # the same kernel on two identical boards: the same verdicts
+    va = {r["case_id"]: (r["status"], r.get("mismatches")) for r in by_dev["board-a"]}
+    vb = {r["case_id"]: (r["status"], r.get("mismatches")) for r in by_dev["board-b"]}
+    assert va == vb
+    # one merged report: one results.jsonl and a summary with a device column
+    with open(rd / "summary.csv") as f:
+        table = list(csv.DictReader(f))
+    assert {(t["op"], t["device"]) for t in table} == {(op, d) for op in ("ADD", "MUL")
+                                                       for d in ("board-a", "board-b")}
+    run = json.loads((rd / "run.json").read_text())
+    assert run.get("devices_seen") == ["board-a", "board-b"]
+
+
+def test_shard_spreads_op_target_groups_over_devices(run_suite, tmp_path):
+    proc, rd = run_suite("--target=ort", "--ops", "ADD,SUB,MUL", "--cases-per-op", "3", "--device-dist=shard",
+                         *_devices(tmp_path))
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-2000:]
+    rows = _rows(rd)
+    ids = collections.Counter(r["case_id"] for r in rows)
+    assert max(ids.values()) == 1                              # each case once, on one device
+    groups = collections.defaultdict(set)
+    for r in rows:
+        groups[(r["op"], r["target"])].add((r["device"], r["worker"]))
+    assert all(len(g) == 1 for g in groups.values())           # a whole (op, target) group per device
+    assert {d for g in groups.values() for d, _ in g} == {"board-a", "board-b"}
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["-n", "3"], "-n 3 with 2 devices"),
+    (["-p", "no:xdist"], "need pytest-xdist"),
+    (["--dist", "loadscope"], "--dist loadscope with several devices"),
+])
+def test_worker_count_must_match_devices(run_suite, tmp_path, extra, words):
+    proc, _ = run_suite("--target=ort", "--ops", "ADD", *extra, *_devices(tmp_path))
+    assert proc.returncode == 4 and words in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_device_needs_a_device_capable_target(run_suite, tmp_path):
+    proc, _ = run_suite("--target=ref", "--ops", "ADD", f"--device=local:{tmp_path}")
+    assert proc.returncode == 4 and "cannot run on a device" in proc.stderr
+    proc, _ = run_suite("--ops", "ADD", f"--device=local:{tmp_path}")
+    assert proc.returncode == 4 and "--device needs --target" in proc.stderr
+    proc, _ = run_suite("--target=ort", "--ops", "ADD", "--device=fax:1234")
+    assert proc.returncode == 4 and "unknown device kind 'fax'" in proc.stderr
