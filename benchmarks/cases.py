@@ -92,6 +92,20 @@ def fully_connected(rng, scale: int = 1) -> Case:
                 id=f"bench-FULLY_CONNECTED-1x{k}-{o}", variant="bench")
 
 
+def fully_connected_batch(rng, scale: int = 1) -> Case:
+    """FULLY_CONNECTED 128x768 -> 768 (a transformer projection over 128 tokens), per-tensor."""
+    b, k, o = _dim(128, scale), _dim(768, scale), _dim(768, scale)
+    s_in = 0.02
+    x = _act(rng, (b, k), s_in, 3)
+    w = _weights(rng, (o, k), 0, 1)
+    bias = _bias(rng, s_in, w, o)
+    bias.scale, bias.zero_point = bias.scale[:1], [0]
+    std = s_in * 74.0 * np.sqrt(k) * float(np.mean(w.scale)) * 73.0
+    return Case("FULLY_CONNECTED", [x, w, bias], [_out((b, o), std, 0)],
+                {"fused_activation_function": "NONE", "keep_num_dims": False},
+                id=f"bench-FULLY_CONNECTED-{b}x{k}-{o}", variant="bench")
+
+
 def batch_matmul(rng, scale: int = 1) -> Case:
     """BATCH_MATMUL 1x8x128x64 @ 1x8x64x128 (attention scores, 8 heads, 128 tokens)."""
     t, d = _dim(128, scale, 2), _dim(64, scale, 2)
@@ -137,14 +151,18 @@ BUILDERS = {
     "BATCH_MATMUL": batch_matmul, "AVERAGE_POOL_2D": average_pool_2d, "SOFTMAX": softmax, "MEAN": mean,
 }
 OPS = list(BUILDERS)
+#: further cases shown after an op's main one (where the op's cost structure differs)
+EXTRA = {"FULLY_CONNECTED": [fully_connected_batch]}
 
 
 def bench_cases(ops: list[str] | None = None, scale: int = 1, seed: int = 0) -> list[Case]:
-    """One realistic case per op (``ops``: default every op of :data:`OPS`)."""
+    """One realistic case per op (``ops``: default every op of :data:`OPS`), plus :data:`EXTRA`."""
     out = []
     for op in ops or OPS:
         if op not in BUILDERS:
             from suite.errors import QconformError
             raise QconformError(f"no benchmark case for {op} (known: {', '.join(OPS)})", field="--ops")
-        out.append(BUILDERS[op](np.random.default_rng([seed, OPS.index(op)]), scale))
+        rng = np.random.default_rng([seed, OPS.index(op)])
+        out.append(BUILDERS[op](rng, scale))
+        out.extend(extra(rng, scale) for extra in EXTRA.get(op, []))
     return out

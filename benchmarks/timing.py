@@ -89,7 +89,7 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int, min_time: fl
             samples[k].append(time.perf_counter() - t0)
         rounds += 1
         spent = time.perf_counter() - t_start
-        if rounds >= repeats and (min(sum(v) for v in samples.values()) >= min_time or spent >= max_time):
+        if rounds >= repeats and (max(sum(v) for v in samples.values()) >= min_time or spent >= max_time):
             break
         if spent >= max_time and rounds >= 3:
             break
@@ -98,3 +98,30 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int, min_time: fl
 
 def median(xs: list[float]) -> float:
     return float(statistics.median(xs)) if xs else float("nan")
+
+
+@contextlib.contextmanager
+def quiet_native_output():
+    """Send file descriptors 1 and 2 to a temporary file inside the block: the runtimes' native
+    logs (ONNX Runtime and QNN print every refused model, QNN to stdout); yields a function
+    returning what they wrote."""
+    import os
+    import sys
+    import tempfile
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 1)
+        os.dup2(tmp.fileno(), 2)
+        text: list[str] = []
+        try:
+            yield lambda: "".join(text)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, old in zip((1, 2), saved):
+                os.dup2(old, fd)
+                os.close(old)
+            tmp.seek(0)
+            text.append(tmp.read().decode("utf-8", "replace"))

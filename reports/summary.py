@@ -39,6 +39,8 @@ def summarize(rows: Iterable[dict]):
         r["failed"] = int((g["status"] == FAIL).sum())
         r["unsupported"] = int((g["status"] == UNSUPPORTED).sum())
         r["errors"] = int(g["status"].isin(ERROR_STATUSES).sum())
+        for st, col in (("crash", "crashes"), ("timeout", "timeouts"), ("infra", "infra_errors")):
+            r[col] = int((g["status"] == st).sum())
         r["waived"] = int((g["status"] == WAIVED).sum())
         r["bit_exact_pct"] = round(100.0 * (elements - mism) / elements, 3) if elements else None
         r["exact_cases_pct"] = (round(100.0 * float((gr["mismatches"].fillna(0) == 0).sum()) / len(gr), 2)

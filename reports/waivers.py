@@ -132,6 +132,8 @@ def load_waiver_file(path: str | Path) -> list[Waiver]:
         raise QconformError(f"not valid TOML: {e}", source=src, rule="TOML syntax") from None
     except UnicodeDecodeError:
         raise QconformError("not UTF-8 text", source=src, rule="TOML syntax") from None
+    except (ValueError, RecursionError) as e:   # a number of > 4300 digits, nesting beyond the stack
+        raise QconformError(f"not valid TOML: {str(e).split(';')[0]}", source=src, rule="TOML syntax") from None
     if raw.get("format") != FORMAT:
         raise QconformError(f"must be \"{FORMAT}\" (got {raw.get('format')!r})", source=src,
                             field="format", rule="format tag")

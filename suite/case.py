@@ -23,6 +23,14 @@ from .errors import QconformError
 FORMAT = "qconform-case/1"
 
 
+def _finite(x) -> bool:
+    """math.isfinite, False (not OverflowError) for an int beyond the float range."""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
+
+
 @dataclass
 class Tensor:
     """A tensor of a case. Outputs carry no data; non-quantized tensors no scale."""
@@ -181,6 +189,9 @@ def load_case(path: str | os.PathLike) -> Case:
     except json.JSONDecodeError as e:
         raise QconformError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}",
                             source=src, rule="a case file is a JSON object") from None
+    except (ValueError, RecursionError) as e:   # a number of > 4300 digits, nesting beyond the stack
+        raise QconformError(f"not valid JSON: {str(e).split(';')[0]}", source=src,
+                            rule="a case file is a JSON object") from None
     case = case_from_dict(obj, source=src)
     if not case.id:
         case.id = path.stem
@@ -192,10 +203,14 @@ def expand_case_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         p = Path(p)
-        if p.is_dir():
+        try:
+            is_dir, exists = p.is_dir(), p.exists()
+        except (OSError, ValueError) as e:   # a name too long, a NUL byte
+            raise QconformError(f"cannot read: {e}", source=str(p)[:200], field="--case-file") from None
+        if is_dir:
             out.extend(sorted(q for q in p.rglob("*.json")
                               if not q.name.endswith((".golden.json", ".result.json"))))
-        elif p.exists():
+        elif exists:
             out.append(p)
         else:
             raise QconformError("no such file or folder", source=str(p), field="--case-file")
@@ -291,9 +306,11 @@ class _Validator:
             if not isinstance(scale, list) or not scale:
                 self.fail(f"{where}.scale", "must be a non-empty list of numbers", "scale list")
             for i, s in enumerate(scale):
-                if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s <= 0:
+                if isinstance(s, bool) or not isinstance(s, (int, float)) or not _finite(s) or s <= 0:
                     self.fail(f"{where}.scale[{i}]", f"must be a finite number > 0 (got {json.dumps(s)})",
                               "scale > 0")
+                if s > 3.4028234663852886e38:   # float32 max: every runtime stores scales as float32
+                    self.fail(f"{where}.scale[{i}]", f"{s:g} is beyond the float32 range", "scale is a finite float32")
             if zp is None:
                 self.fail(f"{where}.zero_point", "is missing (give one per scale)", "zero_point with scale")
             if not isinstance(zp, list) or len(zp) != len(scale):
@@ -356,6 +373,8 @@ class _Validator:
             for i, x in enumerate(raw):
                 if isinstance(x, bool) or not isinstance(x, (int, float)):
                     self.fail(f"{where}[{i}]", f"must be a number (got {json.dumps(x)})", "numeric data")
+                if isinstance(x, int) and not _finite(x):
+                    self.fail(f"{where}[{i}]", "is beyond the float range", "numeric data")
             return np.asarray(raw, dtype=np.float64).astype(np.float32)
         if info.name == "bool":
             for i, x in enumerate(raw):

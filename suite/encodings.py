@@ -58,8 +58,17 @@ from .dtypes import DTYPES, pack_int4, unpack_int4
 from .errors import QconformError
 
 MIN_RANGE = 0.01
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 INT_BITWIDTHS = (4, 8, 16, 32)
 FLOAT_BITWIDTHS = (16, 32)
+
+
+def _finite(x) -> bool:
+    """math.isfinite, False (not OverflowError) for an int beyond the float range."""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
 
 
 def _round_half_away(x):
@@ -284,6 +293,9 @@ def read_encodings(path: str | os.PathLike, axis: int = 0, min_range: float = MI
     except json.JSONDecodeError as e:
         raise QconformError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", source=src,
                             rule="an encodings file is a JSON object") from None
+    except (ValueError, RecursionError) as e:   # a number of > 4300 digits, nesting beyond the stack
+        raise QconformError(f"not valid JSON: {str(e).split(';')[0]}", source=src,
+                            rule="an encodings file is a JSON object") from None
     return parse_encodings(obj, source=src, axis=axis, min_range=min_range)
 
 
@@ -328,12 +340,12 @@ class _Reader:
             if required:
                 self.fail(f"{where}.{key}", "is missing", f"{key} is required")
             return None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not _finite(v):
             self.fail(f"{where}.{key}", f"must be a finite number (got {json.dumps(v)})", "numeric field")
         return float(v)
 
     def integer(self, v, where: str) -> int:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not _finite(v) or v != int(v):
             self.fail(where, f"must be an integer (got {json.dumps(v)})", "integer-valued offset")
         return int(v)
 
@@ -472,8 +484,10 @@ class _Reader:
                 self.fail(f"{w}.scale", f"PER_TENSOR has {len(scales)} values", "PER_TENSOR holds one scale")
             encs = []
             for c, (s, o) in enumerate(zip(scales, offs)):
-                if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s <= 0:
-                    self.fail(f"{w}.scale[{c}]", f"must be a finite number > 0 (got {json.dumps(s)})", "scale > 0")
+                if (isinstance(s, bool) or not isinstance(s, (int, float)) or not _finite(s) or s <= 0
+                        or s > FLOAT32_MAX):
+                    self.fail(f"{w}.scale[{c}]", f"must be a finite float32 number > 0 (got {json.dumps(s)})",
+                              "scale > 0 and within float32")
                 off = self.integer(o, f"{w}.offset[{c}]")
                 if not -(2**bw) < off <= 0:
                     self.fail(f"{w}.offset[{c}]", f"{off} puts zero outside the {bw}-bit codes",

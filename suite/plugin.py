@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,9 @@ def pytest_addoption(parser):
                 help="cases handed to a target at once (default 64)")
     g.addoption("--htp-performance-mode", default="burst", metavar="MODE",
                 help="QNN HTP performance mode (default burst)")
+    g.addoption("--cache-dir", default=None, metavar="DIR",
+                help="QNN context cache of the htp target (default $QCONFORM_CACHE_DIR or "
+                     "~/.cache/qconform/qnn; 'off' disables it; see docs/performance.md)")
     g.addoption("--device", action="append", default=[], metavar="KIND:ADDR[,...]",
                 help="run the targets on device(s): ssh:user@host, adb:SERIAL, local[:DIR], with "
                      "?python=...&root=... settings (repeatable or comma list; several devices: one "
@@ -126,7 +130,8 @@ def _resolve_targets(config) -> tuple[list[str], list[tuple[str, str]]]:
     names = requested or list(DEFAULT_TARGETS)
     chosen, skipped = [], []
     for n in names:
-        t = get_target(n)  # QconformError on unknown names
+        # QconformError on unknown names (and on a bad --netrun-profile)
+        t = get_target(n, **({"profile": config.option.netrun_profile} if n == "netrun" else {}))
         ok, why = t.availability()
         if ok:
             chosen.append(n)
@@ -187,7 +192,8 @@ def _configure(config):
         targets=chosen, seed=o.seed, cases_per_op=o.cases_per_op or DEFAULT_CASES_PER_OP,
         report_dir=o.report_dir or DEFAULT_REPORT_DIR, tolerance_file=o.tolerance, scheme=o.scheme,
         warmup=o.warmup, repeats=o.repeats, batch_size=o.batch_size, case_files=list(o.case_file),
-        ops=ops or None, target_options={"htp": {"htp_performance_mode": o.htp_performance_mode},
+        ops=ops or None, target_options={"htp": {"htp_performance_mode": o.htp_performance_mode,
+                                                 "cache_dir": o.cache_dir},
                                          "netrun": {"profile": o.netrun_profile}},
         run_id=run_id, worker=(workerinput or {}).get("workerid"),
         waivers=list(o.waivers), certify=o.certify, isolation=o.isolation, timeout=o.timeout)
@@ -208,7 +214,8 @@ def _configure(config):
         preloaded = load_case_files(rc.case_files)
         if rc.ops:
             preloaded = [c for c in preloaded if c.op in rc.ops]
-    state = {"run": run, "skipped": skipped, "controller": workerinput is None, "cases": preloaded}
+    state = {"run": run, "skipped": skipped, "controller": workerinput is None, "cases": preloaded,
+             "t0": time.perf_counter(), "worker_stats": []}
     setattr(config, _KEY, state)
     if resume is not None:   # recorded pairs: from the bytes present when the controller started
         from .resume import recorded, repair_tail
@@ -225,15 +232,15 @@ def _configure(config):
         if resume is not None and resume.started:
             state["started"] = resume.started
         if config.pluginmanager.hasplugin("xdist"):
-            config.pluginmanager.register(_XdistHooks(run_id, resume.offset if resume else None),
-                                          "qconform-xdist")
+            config.pluginmanager.register(_XdistHooks(run_id, resume.offset if resume else None,
+                                                      state["worker_stats"]), "qconform-xdist")
 
 
 def _prepare_report_dir(d: Path) -> None:
     """Start a fresh report: the previous results of this directory are replaced."""
     d.mkdir(parents=True, exist_ok=True)
     for name in ("results.jsonl", "summary.csv", "summary.md", "run.json", "results.parquet", "index.html",
-                 "certificate.md", "certificate.json"):
+                 "certificate.md", "certificate.json", "timing.json"):
         p = d / name
         if p.exists():
             p.unlink()
@@ -244,9 +251,16 @@ def _prepare_report_dir(d: Path) -> None:
 
 
 class _XdistHooks:
-    def __init__(self, run_id: str, resume_offset: int | None = None):
+    def __init__(self, run_id: str, resume_offset: int | None = None, worker_stats: list | None = None):
         self.run_id = run_id
         self.resume_offset = resume_offset
+        self.worker_stats = worker_stats if worker_stats is not None else []
+
+    def pytest_testnodedown(self, node, error):
+        """A worker's wall-time accounting (Run.stats), for the run's timing (suite/timing.py)."""
+        out = getattr(node, "workeroutput", None) or {}
+        if "qconform_stats" in out:
+            self.worker_stats.append(out["qconform_stats"])
 
     def pytest_configure_node(self, node):
         node.workerinput["qconform_run_id"] = self.run_id
@@ -353,12 +367,25 @@ def pytest_xdist_auto_num_workers(config):
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """--device-dist=shard: xdist's scope scheduling with (op, target) as the scope."""
+    """xdist's own scope scheduling (LoadScopeScheduling) so batches stay whole: with
+    --device-dist=shard each (op, target) group runs on one device; with ``-n N`` on local
+    targets (``--dist load``, xdist's default with -n, or ``loadgroup``) each op, all its
+    targets, runs on one worker (its batches stay whole and the worker computes each golden
+    once). Other --dist modes are left to xdist."""
     st = _state(config)
-    if st is None or not config.option.device or config.option.device_dist != "shard":
+    if st is None:
+        return None
+    if config.option.device:
+        if config.option.device_dist != "shard":
+            return None
+        scope = "{op}:{target}"
+    elif getattr(config.option, "dist", "no") in ("load", "loadgroup"):
+        scope = "{op}"
+    else:
         return None
     from targets.remote import op_target_scheduler
-    groups = {f"{c.id}:{t}": f"{c.op}:{t}" for c in _cases(config) for t in st["run"].config.targets}
+    groups = {f"{c.id}:{t}": scope.format(op=c.op, target=t) for c in _cases(config)
+              for t in st["run"].config.targets}
     return op_target_scheduler(config, log, groups)
 
 
@@ -413,21 +440,41 @@ def pytest_sessionfinish(session, exitstatus):
     run = st["run"]
     run.close()
     if not st["controller"]:
+        wo = getattr(session.config, "workeroutput", None)
+        if wo is not None:   # xdist: the controller adds it up (suite/timing.py)
+            wo["qconform_stats"] = dict(run.stats)
         return
+    try:
+        _finish(session, exitstatus, st, run)
+    finally:   # the run's timing, report artefacts included (suite/timing.py)
+        from . import timing
+        workers = st["worker_stats"]
+        st["timing"] = timing.summarize(timing.merge((workers or [dict(run.stats)])
+                                                     + ([{"report_s": run.stats["report_s"]}] if workers else [])),
+                                        time.perf_counter() - st["t0"], max(1, len(workers)))
+        timing.write(run.report_dir, st["timing"])
+
+
+def _finish(session, exitstatus, st, run):
     rows = _current_rows(run)
     if st.get("resume") is not None:   # the exit status of the whole run, recorded rows included
-        bad = any(r.get("status") in ("fail", "error", "crash", "timeout", "infra") for r in rows)
+        bad = any(r.get("status") in ("fail", "error", "crash", "timeout", "infra")
+                  and not (r.get("status") == "fail" and r.get("finding")) for r in rows)   # findings: xfail
         if bad and session.exitstatus in (0, 5):
             session.exitstatus = exitstatus = 1
         elif not bad and rows and session.exitstatus == 5:
             session.exitstatus = exitstatus = 0
     from reports.runinfo import finish_run   # run.json, results.parquet, index.html, certificate
-    st["artefacts"] = finish_run(run, rows, st["skipped"], int(exitstatus), st.get("started"),
-                                 getattr(session.config.option, "numprocesses", None))
-    if not rows:
-        return
-    from reports.summary import write_summaries
-    st["summary"] = write_summaries(run.report_dir, rows)
+    t0 = time.perf_counter()
+    try:
+        st["artefacts"] = finish_run(run, rows, st["skipped"], int(exitstatus), st.get("started"),
+                                     getattr(session.config.option, "numprocesses", None))
+        if not rows:
+            return
+        from reports.summary import write_summaries
+        st["summary"] = write_summaries(run.report_dir, rows)
+    finally:
+        run.stats["report_s"] += time.perf_counter() - t0
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -446,3 +493,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     from reports.runinfo import terminal_lines
     for line, markup in terminal_lines(st.get("artefacts")):
         tr.write_line(line, **markup)
+    if st.get("timing"):
+        from .timing import lines
+        tr.write_sep("-", "qconform: where the time went (timing.json, docs/performance.md)")
+        for line in lines(st["timing"]):
+            tr.write_line(line)

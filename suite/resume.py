@@ -59,7 +59,7 @@ def open_run(run_dir: str, report_dir: str | None = None) -> Resume:
     except OSError:
         raise QconformError("has no run.json: not the report folder of a run (or the run never started)",
                             source=str(d), field="--resume", rule="--resume takes the report folder of an earlier run") from None
-    except (ValueError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise QconformError(f"run.json is not valid JSON ({e})", source=str(p), field="--resume",
                             rule="run.json as qconform writes it") from None
     opts = info.get("options") if isinstance(info, dict) else None
@@ -103,13 +103,17 @@ def check_config(res: Resume, rc) -> None:
         if key == "scheme":
             was, now = was or DEFAULT_SCHEME, now or DEFAULT_SCHEME
         if key in ("ops", "targets", "case_files"):
-            was, now = list(was or []), list(now or [])
+            was, now = _as_list(was), _as_list(now)
         if was != now:
             diffs.append(f"{opt} {_show(now)} (the run had {_show(was)})")
     if diffs:
         raise QconformError("cannot resume with different options: " + "; ".join(diffs)
                             + " (leave them out to take the run's)", source=str(res.dir), field="--resume",
                             rule="a resumed run keeps the seed, cases-per-op, scheme, ops, targets and case files")
+
+
+def _as_list(v) -> list:
+    return list(v) if isinstance(v, (list, tuple)) else ([] if v is None else [v])
 
 
 def _show(v) -> str:

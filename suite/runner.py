@@ -101,6 +101,7 @@ class Run:
         self._versions: dict[str, dict[str, str]] = {}
         self._golden: OrderedDict[tuple[str, str], list[np.ndarray]] = OrderedDict()
         self._golden_bytes = 0
+        self._digests: dict[int, tuple[Case, str]] = {}   # id(case) -> (case, digest): computed once
         from reports.waivers import load_waivers
         self.waivers = load_waivers(config.waivers)
         self._pending: dict[tuple[str, str], OrderedDict[str, Case]] = defaultdict(OrderedDict)
@@ -135,6 +136,14 @@ class Run:
             self._writer = ResultWriter(self.report_dir, truncate=False)
         return self._writer
 
+    def digest(self, case: Case) -> str:
+        """``case.digest()``, computed once per case object of this run (the runner never
+        changes a case; the digest hashes all its data)."""
+        hit = self._digests.get(id(case))
+        if hit is None or hit[0] is not case:
+            hit = self._digests[id(case)] = (case, case.digest())
+        return hit[1]
+
     # ---- golden
     def golden(self, case: Case, scheme: str | None = None) -> list[np.ndarray]:
         """The golden of ``case`` under ``scheme`` (default: the run's), cached per digest and scheme.
@@ -144,12 +153,14 @@ class Run:
         from reference import golden
         from reference.schemes import DEFAULT_SCHEME
         name = scheme or self.config.scheme or DEFAULT_SCHEME
-        key = (case.digest(), name)
+        key = (self.digest(case), name)
         hit = self._golden.get(key)
         if hit is not None:
             self._golden.move_to_end(key)
             return hit
+        t0 = time.perf_counter()
         hit = golden(case, name)
+        self.stats["golden_s"] += time.perf_counter() - t0
         self._golden[key] = hit
         self._golden_bytes += sum(np.asarray(a).nbytes for a in hit)
         while self._golden_bytes > GOLDEN_CACHE_BYTES and len(self._golden) > 1:
@@ -214,11 +225,17 @@ class Run:
                     except Exception as e:
                         outs.append(Outcome.error(f"{type(e).__name__}: {e}"))
         outs = check_outcomes(outs, len(cases))
-        for o in outs:
-            self.stats["invoke_s"] += sum(o.latency_us) / 1e6 if o.latency_us else 0.0
+        for o in outs:   # the target's own invoke time (info invoke_s: warm-up included), else its samples
+            inv = o.info.get("invoke_s")
+            inv = float(inv) if isinstance(inv, (int, float)) else sum(o.latency_us or ()) / 1e6
+            self.stats["invoke_s"] += inv
+            self.stats[f"invoke_s:{target}"] += inv
         for i, o in enumerate(outs):
             emit(i, o)
-        self.stats["target_wall_s"] += time.perf_counter() - t0 - judging[0]
+        spent = time.perf_counter() - t0 - judging[0]
+        self.stats["target_wall_s"] += spent
+        self.stats[f"target_wall_s:{target}"] += spent   # per target (reports: suite/timing.py)
+        self.stats[f"cases:{target}"] += len(cases)
         return outs
 
     # ---- verdicts
@@ -272,6 +289,7 @@ class Run:
         if self.waivers:
             self.waivers.apply(v, self.versions(target))   # a waived failure becomes "waived"
         v.row["harness_s"] = round(time.perf_counter() - t_start, 6)
+        self.stats["judge_s"] += v.row["harness_s"]
         if self._rows_when_judged:
             self.writer.append(v.row)
         return v
@@ -325,7 +343,7 @@ class Run:
         row: dict[str, Any] = {
             "run_id": self.run_id, "case_id": c.id, "op": c.op, "variant": c.variant, "index": c.index,
             "spec": c.spec, "clause": c.clause, "target": v.target, "device": o.info.get("device"),
-            "status": v.status, "reason": v.reason, "case_digest": c.digest(),
+            "status": v.status, "reason": v.reason, "case_digest": self.digest(c),
             "seed": self.config.seed if not c.source else None, "case_file": c.source,
             "scheme": self.config.scheme or "tflite-ref-double",
             "out_dtype": c.outputs[0].dtype if c.outputs else None,

@@ -25,6 +25,14 @@ FORMAT = "qconform-tolerance/1"
 DEFAULT_FILE = Path(__file__).parent / "tolerances.toml"
 
 
+def _finite(x) -> bool:
+    """math.isfinite, False (not OverflowError) for an int beyond the float range."""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
+
+
 def _match(value: str, patterns) -> bool:
     pats = [patterns] if isinstance(patterns, str) else patterns
     return any(fnmatch.fnmatchcase(value, p) for p in pats)
@@ -99,6 +107,8 @@ def load_policy(path: str | Path | None = None) -> Policy:
         raise QconformError(f"not valid TOML: {e}", source=src, rule="TOML syntax") from None
     except UnicodeDecodeError:
         raise QconformError("not UTF-8 text", source=src, rule="TOML syntax") from None
+    except (ValueError, RecursionError) as e:   # a number of > 4300 digits, nesting beyond the stack
+        raise QconformError(f"not valid TOML: {str(e).split(';')[0]}", source=src, rule="TOML syntax") from None
     if raw.get("format") != FORMAT:
         raise QconformError(f"must be \"{FORMAT}\" (got {raw.get('format')!r})", source=src,
                             field="format", rule="format tag")
@@ -127,7 +137,7 @@ def load_policy(path: str | Path | None = None) -> Policy:
         for key in ("max_abs_lsb", "max_mismatch_pct"):
             if key in r:
                 v = r[key]
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not _finite(v) or v < 0:
                     raise QconformError(f"must be a finite number >= 0 (got {v!r})", source=src,
                                         field=f"{where}.{key}", rule="non-negative tolerance")
         if r.get("max_mismatch_pct", 0) > 100:

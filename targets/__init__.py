@@ -21,6 +21,7 @@ BUILTIN: dict[str, str] = {
     "tflite-ref": "targets.tflite:TfliteRefTarget",
     "ort": "targets.ort:OrtTarget",
     "htp": "targets.htp:HtpTarget",
+    "netrun": "targets.netrun:NetrunTarget",   # needs --netrun-profile (docs/devices.md)
 }
 
 #: what `pytest` with no --target runs (each only if available)

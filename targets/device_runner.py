@@ -18,11 +18,14 @@ the expected output tensors. Runtimes:
 ``litert``           ai_edge_litert (or tflite_runtime) interpreter, one thread,
                      op resolver ``AUTO`` or ``BUILTIN_REF``
 
-For each case, in order, it writes ``out/<tag>.started``, then the raw outputs
+The manifest's ``groups`` (ONNX runtimes) are merged models of several cases (names
+prefixed ``c<k>_``), run first: one session and one timed run per group, as the host's
+batched targets do; a group that cannot run as a whole falls back to its cases alone.
+For each remaining case, in order, it writes ``out/<tag>.started``, then the raw outputs
 ``out/<tag>_<j>.raw`` and ``out/<tag>.json`` (status ok / unsupported / error,
-the reason, latencies in µs), the JSON last and atomically: a case whose JSON
-exists is finished, a case with only ``.started`` was in flight when the runner
-died. ``out/device.json`` holds the device facts (OS, SoC/CPU, runtime and QNN
+the reason, latencies in µs, where its nodes ran), the JSON last and atomically: a
+case whose JSON exists is finished, a case with only ``.started`` was in flight when
+the runner died (``out/g<k>.started``: a group was). ``out/device.json`` holds the device facts (OS, SoC/CPU, runtime and QNN
 versions, HTP performance mode). The last line on stdout is
 ``qconform-runner: done <n>``; its absence tells the host the run was cut.
 """
@@ -179,6 +182,18 @@ class OrtRuntime:
         sess = self.session(os.path.join(ws, case["model"]))
         feeds = {i["name"]: read_raw(os.path.join(ws, i["file"]), i["dtype"], i["shape"]) for i in case["inputs"]}
         names = [o["name"] for o in case["outputs"]]
+        self.last_placement = placement(sess, None)
+        return lambda: sess.run(names, feeds)
+
+    def prepare_group(self, group, ws):
+        """A merged model of several cases (names prefixed c<k>_): one session, one run."""
+        sess = self.session(os.path.join(ws, group["model"]))
+        feeds, names = {}, []
+        for m in group["members"]:
+            for i in m["inputs"]:
+                feeds[i["name"]] = read_raw(os.path.join(ws, i["file"]), i["dtype"], i["shape"])
+            names += [o["name"] for o in m["outputs"]]
+        self.last_placement = placement(sess, [m["prefix"] for m in group["members"]])
         return lambda: sess.run(names, feeds)
 
 
@@ -256,6 +271,26 @@ class LiteRtRuntime:
 RUNTIMES = {"onnxruntime": OrtRuntime, "onnxruntime-qnn": QnnRuntime, "litert": LiteRtRuntime}
 
 
+def placement(sess, prefixes):
+    """Per case: execution provider -> op types of the case's nodes it runs, as ONNX Runtime
+    recorded it (None if it does not); ``prefixes`` None: a one-case model."""
+    try:
+        info = sess.get_provider_graph_assignment_info()
+    except Exception:
+        return None
+    per = [dict() for _ in range(len(prefixes) if prefixes else 1)]
+    for sub in info:
+        for node in sub.get_nodes():
+            k = 0
+            if prefixes:
+                head, sep, _ = str(getattr(node, "name", "")).partition("_")
+                if not (sep and head[:1] == "c" and head[1:].isdigit() and int(head[1:]) < len(prefixes)):
+                    continue
+                k = int(head[1:])
+            per[k].setdefault(sub.ep_name, []).append(getattr(node, "op_type", "?"))
+    return per
+
+
 # ----------------------------------------------------------------------------- files
 
 def read_raw(path, dtype, shape):
@@ -279,7 +314,10 @@ def run_case(rt, case, ws, out_dir, warmup, repeats):
     rec = {"tag": case["tag"], "id": case.get("id", case["tag"]), "status": "ok", "reason": "",
            "latency_us": [], "outputs": []}
     try:
+        rt.last_placement = None
         invoke = rt.prepare(case, ws)
+        if getattr(rt, "last_placement", None) is not None:
+            rec["placement"] = rt.last_placement[0]
         result = None
         for _ in range(max(0, warmup)):
             result = invoke()
@@ -301,6 +339,41 @@ def run_case(rt, case, ws, out_dir, warmup, repeats):
     return rec
 
 
+def run_group(rt, group, ws, out_dir):
+    """A merged group: one session, one timed run (no warm-up; the local batched targets do
+    the same), each member's outputs and record written. Returns the member tags done, or
+    [] when the group cannot run as a whole (its cases then run one by one)."""
+    import numpy as np
+    marker = os.path.join(out_dir, group["gtag"] + ".started")
+    with open(marker, "w") as f:
+        json.dump([m["tag"] for m in group["members"]], f)
+    try:
+        rt.last_placement = None
+        invoke = rt.prepare_group(group, ws)
+        t0 = time.perf_counter_ns()
+        result = invoke()
+        batch_us = [(time.perf_counter_ns() - t0) / 1000.0]
+    except Exception as e:   # refused or failed as a whole: fall back to the cases alone
+        write_json(os.path.join(out_dir, group["gtag"] + ".json"), {"status": "fallback", "reason": _short(e)})
+        return []
+    k = 0
+    n = len(group["members"])
+    for pos, m in enumerate(group["members"]):
+        rec = {"tag": m["tag"], "status": "ok", "reason": "", "latency_us": [], "batch_us": batch_us,
+               "batch_size": n, "outputs": []}
+        if rt.last_placement is not None:
+            rec["placement"] = rt.last_placement[pos]
+        for j, spec in enumerate(m["outputs"]):
+            arr = np.ascontiguousarray(np.asarray(result[k]))
+            k += 1
+            fname = f"{m['tag']}_{j}.raw"
+            arr.astype(arr.dtype.newbyteorder("<"), copy=False).tofile(os.path.join(out_dir, fname))
+            rec["outputs"].append({"file": fname, "dtype": str(arr.dtype), "shape": list(arr.shape)})
+        write_json(os.path.join(out_dir, m["tag"] + ".json"), rec)
+    write_json(os.path.join(out_dir, group["gtag"] + ".json"), {"status": "ok", "cases": n})
+    return [m["tag"] for m in group["members"]]
+
+
 def run_batch(manifest_path):
     ws = os.path.dirname(os.path.abspath(manifest_path))
     with open(manifest_path) as f:
@@ -319,7 +392,15 @@ def run_batch(manifest_path):
         reason = f"runtime {runtime} unavailable on the device: {type(e).__name__}: {_short(e)}"
         rt = None
     n = 0
+    done = set()
+    if rt is not None and hasattr(rt, "prepare_group"):
+        for group in m.get("groups", []):
+            tags = run_group(rt, group, ws, out_dir)
+            done.update(tags)
+            n += len(tags)
     for case in m["cases"]:
+        if case["tag"] in done:
+            continue
         with open(os.path.join(out_dir, case["tag"] + ".started"), "w"):
             pass
         if rt is None:

@@ -4,20 +4,33 @@ On a Linux x86-64 host the HTP backend runs in simulation. CPU fallback is
 disabled (``session.disable_cpu_ep_fallback=1``), so a model that does not run
 wholly on HTP fails to load and the case is ``unsupported`` with QNN's reason:
 nothing silently runs on the CPU.
+
+Batches run as one merged QDQ model in one session (targets/ort.py, targets/batching.py);
+a case whose nodes did not reach QNN (constant-folded) is ``unsupported`` on its own, and a
+one-node model runs alone (QNN EP refuses a lone Q/DQ node it accepts inside a graph).
+Compiled QNN contexts are kept in a cache folder keyed by the model digest (--cache-dir,
+$QCONFORM_CACHE_DIR, default ~/.cache/qconform/qnn): a second run loads them instead of
+preparing the graphs again.
 """
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from suite.errors import Unsupported
 
-from . import onnx_model
-from .base import Outcome, Timing
+from .batching import BatchFailed, ContextCache, cache_dir_of
 from .ort import OrtTarget, short_error
 
 _registered = False
 _lock = threading.Lock()
+
+#: ONNX Runtime's error when QNN EP's capability check left nodes to the (disabled) CPU EP: a
+#: static function of the graph and the EP version, so a one-case refusal of this kind is
+#: recorded in the context cache with its reason; other failures (graph finalization, memory)
+#: are always tried again.
+CAPABILITY_REFUSAL = "assigned to the default CPU EP"
 
 
 def register_qnn():
@@ -71,31 +84,101 @@ class HtpTarget(OrtTarget):
     def perf_mode(self) -> str:
         return str(self.options.get("htp_performance_mode", "burst"))
 
-    def session(self, model: onnx_model.OnnxModel):
-        import onnxruntime as ort
+    # ---- sessions (targets/ort.py drives them; batching and reuse live there)
+    def qnn_options(self) -> dict[str, str]:
         import onnxruntime_qnn
-        devs = register_qnn()
+        return {"backend_path": onnxruntime_qnn.get_qnn_htp_path(), "htp_performance_mode": self.perf_mode}
+
+    def _session_options(self, context_file: Path | None = None):
         so = self.session_options()
         so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-        so.add_provider_for_devices(devs, {
-            "backend_path": onnxruntime_qnn.get_qnn_htp_path(),
-            "htp_performance_mode": self.perf_mode,
-        })
+        if context_file is not None:   # dump the compiled QNN context next to the run (the cache)
+            so.add_session_config_entry("ep.context_enable", "1")
+            so.add_session_config_entry("ep.context_file_path", str(context_file))
+            so.add_session_config_entry("ep.context_embed_mode", "1")
+        so.add_provider_for_devices(register_qnn(), self.qnn_options())
+        return so
+
+    def create_session(self, content: bytes):
+        import onnxruntime as ort
+        return ort.InferenceSession(content, self._session_options())
+
+    @property
+    def context_cache(self) -> ContextCache | None:
+        """The QNN context cache (option ``cache_dir`` / --cache-dir, $QCONFORM_CACHE_DIR,
+        default ~/.cache/qconform/qnn; ``off`` disables it)."""
+        if not hasattr(self, "_ctx_cache"):
+            root = cache_dir_of(self.options.get("cache_dir"))
+            self._ctx_cache = ContextCache(root) if root is not None else None
+        return self._ctx_cache
+
+    def _cache_key(self, content: bytes) -> str:
+        import onnxruntime
+        import onnxruntime_qnn
+        opts = self.qnn_options()
+        return self.context_cache.key(content, onnxruntime.__version__, onnxruntime_qnn.__version__,
+                                      Path(opts["backend_path"]).name, opts["htp_performance_mode"],
+                                      "ORT_ENABLE_ALL", "embed=1")
+
+    def _open(self, content: bytes, prefixes: list[str] | None):
+        """A QNN session of ``content``: from the context cache when it holds the model, else
+        compiled (and its context dumped into the cache). A batch QNN refused is recorded in
+        the cache (the next run splits it at once); one case's refusal is always re-tried."""
+        import onnxruntime as ort
+        from .batching import placement_by_case
+        cache = self.context_cache
+        if cache is None:
+            sess = self.create_session(content)
+            return sess, placement_by_case(sess, prefixes)
+        key = self._cache_key(content)
+        ctx, meta, failed = cache.lookup(key)
+        stats = self.batch_stats
+        if failed is not None:
+            stats.cache_hits += 1
+            if prefixes is not None:
+                raise BatchFailed(f"recorded in the QNN context cache: {failed.get('reason', '')}")
+            raise Unsupported(failed.get("reason") or "QNN HTP refused the model (recorded in the cache)")
+        if ctx is not None:
+            try:
+                sess = ort.InferenceSession(str(ctx), self._session_options())
+                stats.cache_hits += 1
+                return sess, meta.get("placement")
+            except Exception:
+                cache.forget(key)   # stale or damaged: compile again
+        stats.cache_misses += 1
+        dump = cache.dump_path(key)
         try:
-            sess = ort.InferenceSession(model.content, so)
+            sess = ort.InferenceSession(content, self._session_options(dump))
         except Exception as e:
-            detail = self._qnn_reason(model, devs)
-            raise Unsupported("QNN HTP cannot run the whole model (CPU fallback disabled): "
-                              + (f"QNN says: {detail}" if detail else short_error(e))) from None
-        try:
-            info = sess.get_provider_graph_assignment_info()
-        except Exception:
-            info = None
-        if info is not None and not any(sub.ep_name == "QNNExecutionProvider" and len(sub.get_nodes())
-                                         for sub in info):
-            raise Unsupported("no node of the model reached QNN HTP (ONNX Runtime folded it to "
-                              "constants): HTP computed nothing")
-        return sess
+            if dump is not None and dump.exists():
+                dump.unlink(missing_ok=True)
+            if prefixes is not None:    # a hint only: the next run splits this batch at once
+                cache.store_failure(key, short_error(e))
+            elif CAPABILITY_REFUSAL in str(e):   # a static decision of QNN EP's GetCapability
+                reason = self.refused(content, e)
+                cache.store_failure(key, reason)
+                raise Unsupported(reason) from None
+            raise
+        placement = placement_by_case(sess, prefixes)
+        cache.store(key, dump, {"placement": placement, "cases": len(prefixes) if prefixes else 1})
+        return sess, placement
+
+    def refused(self, content: bytes, error: Exception, model=None) -> str:
+        detail = self._qnn_reason(model if model is not None else _Bytes(content), register_qnn())
+        return ("QNN HTP cannot run the whole model (CPU fallback disabled): "
+                + (f"QNN says: {detail}" if detail else short_error(error)))
+
+    def batchable(self, model) -> bool:
+        """A one-node model runs alone: QNN EP treats a graph of a single node specially
+        (it refuses a lone QuantizeLinear / DequantizeLinear, which it takes inside a
+        larger graph), so that case's verdict must come from its own graph."""
+        return len(model.op_types) > 1
+
+    def check_placement(self, eps):
+        if eps is not None and not eps.get("QNNExecutionProvider"):
+            return ("no node of the model reached QNN HTP (ONNX Runtime folded it to constants): "
+                    "HTP computed nothing")
+        return None
 
     def _qnn_reason(self, model, devs) -> str:
         """Re-create the failing session with verbose logging and keep QNN's own words."""
@@ -128,8 +211,13 @@ class HtpTarget(OrtTarget):
                 hits.append(text)
         return " | ".join(hits[:3])[:800]
 
-    def run_one(self, case, timing: Timing) -> Outcome:
-        return super().run_one(case, timing)
+
+
+class _Bytes:
+    """A stand-in model for :meth:`HtpTarget._qnn_reason` (it reads ``.content``)."""
+
+    def __init__(self, content: bytes):
+        self.content = content
 
 
 def _capture_stderr(fn) -> list[str]:

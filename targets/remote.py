@@ -8,7 +8,10 @@ target does (:mod:`targets.onnx_model` for ``htp``/``ort``,
 makes one push, one run of ``targets/device_runner.py`` on the device, one pull
 of the raw outputs, latencies and device facts, and one cleanup. Outputs come back
 as case-layout arrays, so the golden, the comparison and the report are the same
-as for a local target; each row carries the device and its facts.
+as for a local target; each row carries the device and its facts. As the local
+``ort``/``htp`` targets do (:mod:`targets.batching`), ONNX cases that can share a
+graph go to the device merged into one model (one session; ``?merge=0`` turns
+this off); a merged model the runtime refuses falls back to the cases alone.
 
 Faults: a dropped connection (:class:`~targets.transport.TransportError`, or a
 run that ended without the runner's completion line while the device no longer
@@ -19,13 +22,14 @@ the unfinished cases are ``infra`` verdicts. A runner still going at its timeout
 (``?timeout=S`` per batch, default 60 s + 10 s per case) is killed on the device;
 the case it was running is a ``timeout`` verdict and the cases after it are run
 again. A runner that dies on a case (the connection being fine) makes that case
-a ``crash``. Every row records ``retries`` (how often its case was resubmitted).
+a ``crash``; dying inside a merged batch gives no verdict, and its cases run alone
+in the next attempt. Every row records ``retries`` (how often its case was
+resubmitted) and ``batch_round_trips``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
 import tempfile
@@ -80,6 +84,8 @@ class _Prepared:
     entry: dict                 # the manifest entry
     files: dict[str, bytes]     # relative path -> content
     unpack: Any                 # list[np.ndarray] (model layout) -> case layout
+    case: Any = None
+    model: Any = None           # the OnnxModel (ONNX kinds: merged batches)
 
 
 class RemoteTarget(Target):
@@ -93,11 +99,15 @@ class RemoteTarget(Target):
         self.name = inner
         self.kind = REMOTABLE[inner]
         self.local = get_target(inner, **options)   # static checks and descriptions only
-        self.device = parse_device(device) if isinstance(device, str) else device
+        self._bind(device)
         self.description = f"{self.local.description}, on device {self.device.label}"
         self.expected_scheme = self.local.expected_scheme
+
+    def _bind(self, device: DeviceSpec | str) -> None:
+        self.device = parse_device(device) if isinstance(device, str) else device
         self._transport: Transport | None = None
         self._facts: dict[str, Any] | None = None
+        self._no_merge: set[str] = set()   # case ids whose merged batch died: run alone from now on
         self._uid = secrets.token_hex(3)
         self._batches = 0
         self.retries_max = int(self.device.float_opt("retries", DEFAULT_RETRIES))
@@ -162,7 +172,16 @@ class RemoteTarget(Target):
         finally:
             shutil.rmtree(stage, ignore_errors=True)
 
+    def device_facts(self):
+        """{device: facts} for run.json (probed once, or taken from the first batch)."""
+        if self._facts is None:
+            self._facts = self._probe()
+        return {self.device.label: dict(self._facts)}
+
     def unsupported(self, case):
+        for t in list(case.inputs) + list(case.outputs):
+            if t.dtype in ("int4", "uint4"):
+                return "4-bit tensors are not carried to devices yet (raw files hold whole bytes)"
         return self.local.unsupported(case)
 
     # ---- building a batch
@@ -183,6 +202,7 @@ class RemoteTarget(Target):
             entry["outputs"] = [{"name": go.name, "dtype": str(np.dtype(DTYPES[o.dtype].storage))}
                                 for go, o in zip(model.outputs, case.outputs)]
             unpack = model.unpack
+            return _Prepared(tag, entry, files, unpack, case, model)
         else:
             from . import tflite_model
             built = tflite_model.build(case)
@@ -201,10 +221,40 @@ class RemoteTarget(Target):
             unpack = lambda outs: [np.ascontiguousarray(o) for o in outs]   # noqa: E731
         return _Prepared(tag, entry, files, unpack)
 
+    def merge_groups(self, prepared: Sequence[_Prepared]) -> list[list[_Prepared]]:
+        """The cases that run as one merged model (as the local ort/htp targets batch them:
+        targets/batching.py), in groups of at most ``max_batch``; the rest run one by one."""
+        if (self.kind.model != "onnx" or len(prepared) < 2 or int(self.options.get("max_batch", 256)) < 2
+                or self.device.opt("merge", "1") in ("0", "no", "off", "false")):
+            return []
+        from .batching import compat_key
+        groups: dict[tuple, list[_Prepared]] = {}
+        for p in prepared:
+            if p.model is None or p.case.id in self._no_merge or not self.local.batchable(p.model):
+                continue
+            groups.setdefault(compat_key(p.model.content), []).append(p)
+        limit = int(self.options.get("max_batch", 256))
+        out = []
+        for g in groups.values():
+            out += [g[k:k + limit] for k in range(0, len(g), limit) if len(g[k:k + limit]) > 1]
+        return out
+
     def write_batch(self, folder: Path, prepared: Sequence[_Prepared], timing: Timing) -> None:
         manifest = {"format": "qconform-batch/1", "runtime": self.kind.runtime, "options": self.runtime_options(),
                     "warmup": int(timing.warmup), "repeats": int(timing.repeats), "out": "out",
-                    "cases": [p.entry for p in prepared]}
+                    "cases": [p.entry for p in prepared], "groups": []}
+        from .batching import merge_onnx
+        for k, group in enumerate(self.merge_groups(prepared)):
+            merged = merge_onnx([p.case for p in group], [p.model for p in group])
+            rel = f"models/g{k:03d}.onnx"
+            (folder / "models").mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_bytes(merged.content)
+            members = []
+            for prefix, p in zip(merged.prefixes, group):
+                members.append({"tag": p.tag, "prefix": prefix,
+                                "inputs": [dict(i, name=prefix + i["name"]) for i in p.entry["inputs"]],
+                                "outputs": [dict(o, name=prefix + o["name"]) for o in p.entry["outputs"]]})
+            manifest["groups"].append({"gtag": f"g{k:03d}", "model": rel, "members": members})
         for p in prepared:
             for rel, content in p.files.items():
                 dst = folder / rel
@@ -212,6 +262,44 @@ class RemoteTarget(Target):
                 dst.write_bytes(content)
         (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
         shutil.copy(RUNNER, folder / "device_runner.py")
+
+    # ---- hooks of the device side (targets/netrun.py overrides them for net-run tools)
+    def before_first_batch(self) -> None:
+        """Once per session, before the first batch (e.g. push libraries)."""
+
+    def runner_argv(self, ws: str) -> list[str]:
+        t = self.transport
+        return [t.python, f"{ws}/device_runner.py", f"{ws}/manifest.json"]
+
+    def runner_env(self, ws: str) -> dict[str, str] | None:
+        return None
+
+    def case_done(self, out: Path, p: _Prepared) -> bool:
+        return (out / f"{p.tag}.json").exists()
+
+    def case_started(self, out: Path, p: _Prepared) -> bool:
+        return (out / f"{p.tag}.started").exists()
+
+    def group_in_flight(self, out: Path) -> list[str]:
+        """Tags of the members of a merged group the runner started and never finished."""
+        tags: list[str] = []
+        for f in sorted(out.glob("g*.started")):
+            if not f.with_suffix(".json").exists():
+                try:
+                    tags += json.loads(f.read_text() or "[]")
+                except ValueError:
+                    pass
+        return tags
+
+    def read_facts(self, out: Path) -> dict[str, Any] | None:
+        f = out / "device.json"
+        try:
+            return json.loads(f.read_text()) if f.exists() else None
+        except ValueError:
+            return None
+
+    def collect(self, p: _Prepared, out: Path) -> Outcome:
+        return self._outcome(p, json.loads((out / f"{p.tag}.json").read_text()), out)
 
     # ---- running
     def run(self, cases: Sequence, timing: Timing) -> list[Outcome]:
@@ -230,6 +318,8 @@ class RemoteTarget(Target):
                 outcomes[i] = Outcome.error(f"building the model failed: {type(e).__name__}: {e}"[:2000])
         retries = [0] * len(cases)
         todo = sorted(prepared)
+        if self._batches == 0 and todo:
+            self.before_first_batch()
         self._batches += 1
         t = self.transport
         trips0 = t.round_trips
@@ -282,11 +372,13 @@ class RemoteTarget(Target):
         cut = ""
         try:
             t.push(stage / "batch", ws)
-            res = t.run([t.python, f"{ws}/device_runner.py", f"{ws}/manifest.json"], timeout=timeout)
+            res = t.run(self.runner_argv(ws), timeout=timeout, env=self.runner_env(ws))
         except TransportError as e:
             cut = str(e)
         finished = res is not None and DONE_MARK in res.stdout
-        timed_out = res is not None and (res.timed_out or res.rc in REMOTE_TIMEOUT_RCS) and not finished
+        # 124 (or 137 when KILL was needed) at the time limit: the device-side timeout stopped it
+        timed_out = res is not None and not finished and (
+            res.timed_out or (res.rc in REMOTE_TIMEOUT_RCS and res.seconds >= timeout - 1.0))
         if res is not None and not finished and not timed_out and not self._alive():
             cut = f"connection lost during the run (exit {res.rc}): {res.tail(300)}"
         if cut:
@@ -309,25 +401,33 @@ class RemoteTarget(Target):
             t.cleanup(ws)
         except TransportError:
             pass
-        facts_file = out / "device.json"
-        if facts_file.exists() and self._facts is None:
-            try:
-                self._facts = json.loads(facts_file.read_text())
-            except ValueError:
-                pass
+        if self._facts is None:
+            self._facts = self.read_facts(out)
         resolved = 0
         in_flight = None
         for p, i in zip(batch, idx):
-            rec_file = out / f"{p.tag}.json"
-            if rec_file.exists():
-                outcomes[i] = self._outcome(p, json.loads(rec_file.read_text()), out)
+            if self.case_done(out, p):
+                try:
+                    outcomes[i] = self.collect(p, out)
+                except Exception as e:   # a torn or garbled result file: this case's error
+                    outcomes[i] = Outcome.error(f"reading the device's result failed: {type(e).__name__}: {e}")
                 resolved += 1
-            elif (out / f"{p.tag}.started").exists() and in_flight is None:
+            elif self.case_started(out, p) and in_flight is None:
                 in_flight = (p, i)
         if cut:
             return resolved, cut, "infra"
         if finished:
             return resolved, "", ""
+        group = [t for t in self.group_in_flight(out) if t not in {p.tag for p, i in zip(batch, idx)
+                                                                    if outcomes[i] is not None}]
+        if in_flight is None and group:
+            # the runner died inside a merged batch: no verdict; its cases run alone next time
+            for p in batch:
+                if p.tag in group:
+                    self._no_merge.add(p.case.id if p.case is not None else p.tag)
+            what = "timed out" if timed_out else f"died (exit {res.rc})"
+            return resolved, f"device runner {what} in a merged batch: {res.tail(300)}", \
+                "timeout" if timed_out else "crash"
         if in_flight is not None:
             p, i = in_flight
             if timed_out:
@@ -358,9 +458,22 @@ class RemoteTarget(Target):
         for o in rec.get("outputs", []):
             arr = np.fromfile(out / o["file"], dtype=np.dtype(o["dtype"]).newbyteorder("<"))
             outs.append(arr.astype(np.dtype(o["dtype"])).reshape(o["shape"]))
-        info = {"device": self.device.label}
-        if self.kind.placement:
+        info: dict[str, Any] = {"device": self.device.label}
+        eps = rec.get("placement")
+        check = getattr(self.local, "check_placement", None)
+        if eps is not None and check is not None:
+            from .batching import placement_text
+            why = check(eps)          # the local target's own rule (e.g. htp: nothing reached QNN)
+            if why:
+                return Outcome.unsupported(why)
+            info["placement"] = placement_text(eps)
+        elif self.kind.placement:
             info["placement"] = self.kind.placement
+        if rec.get("batch_size", 1) > 1:
+            from .batching import batch_info
+            info.update(batch_info(int(rec["batch_size"]), rec.get("batch_us")))
+        else:
+            info["latency_scope"] = "case"
         return Outcome.ok(p.unpack(outs), rec.get("latency_us", []), **info)
 
     def close(self) -> None:
@@ -420,6 +533,7 @@ def device_targets(names: Sequence[str], device: DeviceSpec | None, devices: Seq
     from . import get_target
     target_options = target_options or {}
     out: dict[str, Target] = {}
+    shared: Transport | None = None    # the targets of one device share its connection
     for n in names:
         opts = dict(target_options.get(n, {}))
         if device is None:
@@ -431,6 +545,9 @@ def device_targets(names: Sequence[str], device: DeviceSpec | None, devices: Seq
             t = get_target(n, device=device, **opts)
         else:
             t = remote_target(n, device, **opts)
+        if isinstance(t, RemoteTarget) and t.device.label == device.label:
+            shared = shared or t.transport
+            t._transport = shared
         ok, why = t.availability()
         if not ok:
             raise QconformError(f"target '{n}' cannot run on {device.label}: {why}", field="--device",

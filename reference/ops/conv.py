@@ -51,7 +51,7 @@ from ..registry import register
 _F32_EXACT = 2 ** 24
 _F64_EXACT = 2 ** 53
 _DW_TAP_LOOP = 49     # DEPTHWISE_CONV_2D kernels up to this many taps loop over the taps
-_FC_GEMV_MAX = 4      # FULLY_CONNECTED: up to this many BLAS columns, one gemv each
+_FC_GEMV_MAX = 4      # FULLY_CONNECTED: up to this many input rows, one gemv each
 
 
 # --------------------------------------------------------------------------- accumulation
@@ -293,22 +293,32 @@ def fc_acc(x2: np.ndarray, z_in: int, w: np.ndarray, z_w: int = 0) -> np.ndarray
     """FULLY_CONNECTED accumulator without bias, int64 [B, O]: sum_k (w[o, k] - z_w) * (x[b, k] - z_in)
     (reference_integer_ops::FullyConnected / FullyConnectedPerChannel).
 
-    BLAS on the raw codes plus the row sums of w (a column of ones), z_in * rowsum taken off.
+    BLAS on d = x - z_in: every partial sum of w * d is an integer no larger than
+    max|w| * sum_k |d[b, k]| (the case's own bound), so float32 is exact while that is
+    <= 2^24, float64 while <= 2^53 (int64 beyond). One input row (a GEMV) is ``np.dot(w, d)``,
+    which converts the weights and calls gemv in one C call; a few rows convert the weights
+    once for one gemv per row; more rows make one gemm. The weight zero point is taken off
+    as z_w * sum_k d.
     """
     b, k = x2.shape
-    ft = _float_type(k, _absmax(x2), _absmax(w)) or np.int64
-    xa = np.empty((k, b + 1), ft)      # the input rows as columns, then a column of ones
-    xa[:, :b] = x2.T
-    xa[:, b] = 1
-    wf = w.astype(ft)
-    if b + 1 <= _FC_GEMV_MAX:          # OpenBLAS: a few gemv calls beat one skinny gemm
-        r = np.stack([wf @ xa[:, j] for j in range(b + 1)], axis=1)
+    d = x2.astype(np.int64)
+    d -= z_in
+    bound = _absmax(w) * int(np.abs(d).sum(axis=1).max(initial=0))
+    ft = np.float32 if bound <= _F32_EXACT else np.float64 if bound <= _F64_EXACT else None
+    if ft is None:
+        acc = d @ w.astype(np.int64).T
     else:
-        r = wf @ xa
-    r = r.astype(np.int64)            # [O, B + 1]
-    acc = (r[:, :b] - z_in * r[:, b:]).T
+        df = d.astype(ft)                              # [B, K]
+        if b == 1:
+            r = np.dot(w, df[0])[None, :]
+        elif b <= _FC_GEMV_MAX:                        # OpenBLAS: a few gemv calls beat a skinny gemm
+            wf = w.astype(ft)
+            r = np.stack([wf @ df[j] for j in range(b)])
+        else:
+            r = df @ w.astype(ft).T
+        acc = r.astype(np.int64)
     if z_w:
-        acc -= z_w * (x2.sum(axis=1, dtype=np.int64)[:, None] - k * z_in)
+        acc -= z_w * d.sum(axis=1)[:, None]
     return acc
 
 

@@ -26,7 +26,8 @@ followed by optional ``?key=value&key=value`` settings (URL-encoded): ``python``
 (the device's Python, default ``python3``), ``root`` (remote workspace folder),
 ``name`` (label in reports), ``timeout`` (runner timeout per batch, seconds),
 ``retries`` (reconnect-and-retry attempts), ``wait`` (seconds a reconnect may
-take), and per kind: ssh ``config`` (an
+take), ``merge`` (0: no merged ONNX batches, every case its own session and
+latency), and per kind: ssh ``config`` (an
 ssh_config file, ``-F``), ``identity`` (``-i``), ``port``; adb ``adb`` (client
 path), ``server`` (the adb server socket, e.g. ``tcp:127.0.0.1:5037``).
 """
@@ -45,7 +46,7 @@ from suite.errors import QconformError
 KINDS = ("local", "ssh", "adb")
 
 #: settings every device string may carry
-COMMON_KEYS = {"python", "root", "name", "timeout", "retries", "wait"}
+COMMON_KEYS = {"python", "root", "name", "timeout", "retries", "wait", "merge"}
 KIND_KEYS = {
     "local": set(),
     "ssh": {"config", "identity", "port", "ssh", "connect_timeout"},
@@ -99,7 +100,7 @@ class DeviceSpec:
         except ValueError:
             raise QconformError(f"'{key}={v}' is not a number", source=self.text, field="--device",
                                 rule=f"{key} is a number") from None
-        if x < 0:
+        if not x >= 0:   # NaN too
             raise QconformError(f"'{key}={v}' must be >= 0", source=self.text, field="--device")
         return x
 
@@ -140,7 +141,10 @@ def parse_device(text: str) -> DeviceSpec:
     if kind == "adb" and (address.startswith("-") or any(ch.isspace() for ch in address)):
         raise QconformError(f"adb serial '{address}' must not start with '-' or hold spaces",
                             field="--device", rule="an adb serial")
-    return DeviceSpec(kind, address, options, raw)
+    spec = DeviceSpec(kind, address, options, raw)
+    for key in ("timeout", "retries", "wait", "connect_timeout"):   # numbers: checked now, not per case
+        spec.float_opt(key, 0.0)
+    return spec
 
 
 def parse_device_list(values: Sequence[str] | None) -> list[DeviceSpec]:
@@ -153,6 +157,8 @@ def parse_device_list(values: Sequence[str] | None) -> list[DeviceSpec]:
                 raise QconformError(f"device '{spec.label}' given twice", field="--device",
                                     rule="each device once (add ?name=... to tell two apart)")
             out.append(spec)
+    if values and not out:
+        raise QconformError("no device given", field="--device", rule="kind:address")
     return out
 
 
@@ -174,8 +180,12 @@ def shell_command(argv: Sequence[str], env: dict[str, str] | None = None, cwd: s
                   timeout_s: float | None = None) -> str:
     """The POSIX shell string that runs ``argv`` exactly: every token quoted.
 
-    ``cd CWD && exec env K=V... [timeout -k 5 T] argv...``; the device-side
-    ``timeout`` kills a hung command even when the connection is gone.
+    ``cd CWD && env K=V... [timeout -k 5 T] argv...; exit $?``; the device-side
+    ``timeout`` kills a hung command even when the connection is gone. The shell must
+    stay the session's process (no ``exec``, and not a lone last command, which bash
+    execs in its place), so a command killed by a signal (a runtime's SIGSEGV, which
+    ``timeout`` passes on by dying of it) comes back as the exit status 128+n, not as
+    the death of the session, which ssh reports as its own failure (255).
     """
     words: list[str] = []
     if env:
@@ -185,10 +195,10 @@ def shell_command(argv: Sequence[str], env: dict[str, str] | None = None, cwd: s
         # `timeout -s KILL` would kill timeout too, and ssh reports that as its own failure (255)
         words += ["timeout", "-k", "5", str(max(1, int(round(timeout_s))))]
     words += [str(a) for a in argv]
-    cmd = "exec " + " ".join(shlex.quote(w) for w in words)
+    cmd = " ".join(shlex.quote(w) for w in words)
     if cwd:
         cmd = f"cd {shlex.quote(cwd)} && {cmd}"
-    return cmd
+    return cmd + "; exit $?"   # not the last command: bash cannot exec it in place of the shell
 
 
 #: exit codes of a command stopped by the device-side `timeout` (124; 137 when KILL was needed)

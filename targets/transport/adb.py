@@ -7,7 +7,7 @@ ways, and ``adb reconnect offline`` recovers a device without killing the server
 that parallel runs share. Each verb is one ``adb -s SERIAL ...`` invocation:
 
 * push:    ``adb push LOCAL_DIR REMOTE_DIR`` (sync protocol: no shell, any path)
-* run:     ``adb shell 'cd DIR && exec env K=V timeout -k 5 T argv...'`` (every token
+* run:     ``adb shell 'cd DIR && env K=V timeout -k 5 T argv...'`` (every token
   quoted; the exit code comes back through shell protocol v2, adb >= 1.0.35 / Android 7)
 * pull:    ``adb pull REMOTE_DIR LOCAL_TMP`` then moved into place
 * cleanup: ``adb shell rm -rf DIR``

@@ -5,7 +5,7 @@ Every verb is one ``ssh`` invocation over a shared master connection
 channel opens, not four TCP+key handshakes:
 
 * push:    a tar stream (built in Python) into ``mkdir -p DIR && tar -x -C DIR``
-* run:     ``cd DIR && exec env K=V timeout -k 5 T argv...`` (every token quoted)
+* run:     ``cd DIR && env K=V timeout -k 5 T argv...`` (every token quoted)
 * pull:    ``tar -c -C DIR .`` streamed back and unpacked in Python (data filter)
 * cleanup: ``rm -rf DIR``
 
@@ -26,6 +26,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
+import weakref
 from pathlib import Path
 from typing import Sequence
 
@@ -61,6 +62,9 @@ class SshTransport(Transport):
     def _control_path(self) -> str:
         if self._ctl_dir is None:
             self._ctl_dir = tempfile.mkdtemp(prefix="qcssh")   # 0700; short path (socket length limit)
+            # a transport nobody closed still ends its master and removes the folder
+            self._finalizer = weakref.finalize(self, _end_master, self.base_argv()[:-2], self.dest,
+                                               self._ctl_dir)
         return os.path.join(self._ctl_dir, "mux")
 
     def base_argv(self, master: bool = True) -> list[str]:
@@ -168,6 +172,17 @@ class SshTransport(Transport):
         if self._ctl_dir is not None:
             shutil.rmtree(self._ctl_dir, ignore_errors=True)
             self._ctl_dir = None
+            self._finalizer.detach()
+
+
+def _end_master(argv: list[str], dest: str, ctl_dir: str) -> None:
+    if os.path.exists(os.path.join(ctl_dir, "mux")):
+        try:
+            subprocess.run(argv + ["-O", "exit", "--", dest], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            pass
+    shutil.rmtree(ctl_dir, ignore_errors=True)
 
 
 def _tar_bytes(folder: Path) -> bytes:

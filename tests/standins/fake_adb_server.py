@@ -33,7 +33,6 @@ import shlex
 import signal
 import socket
 import socketserver
-import stat as stat_mod
 import struct
 import subprocess
 import threading

@@ -3,8 +3,10 @@
 Used as the device's Python (through a two-line shell wrapper written by the tests):
 ``fault_python.py MODE TAG device_runner.py manifest.json`` loads the real
 ``device_runner.py`` and runs it unchanged, except that when it reaches the case
-tagged ``TAG`` it either sleeps forever (``hang``: the host must kill it at its
-timeout) or kills itself with SIGSEGV (``crash``). ``--probe`` passes through.
+tagged ``TAG`` (alone, or inside a merged batch) it either sleeps forever (``hang``:
+the host must kill it at its timeout) or kills itself with SIGSEGV (``crash``).
+``slow SECONDS`` instead waits that long before every case (a slow device, so that a
+fault injected "after N cases" lands at a predictable point). ``--probe`` passes through.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ def main() -> int:
     real = mod.run_case
 
     def run_case(rt, case, *args):
+        if mode == "slow":             # a slow device: TAG seconds before every case
+            time.sleep(float(tag))
+            return real(rt, case, *args)
         if case["tag"] == tag:
             if mode == "hang":
                 while True:
@@ -31,7 +36,15 @@ def main() -> int:
             os.kill(os.getpid(), signal.SIGSEGV)
         return real(rt, case, *args)
 
+    real_group = mod.run_group
+
+    def run_group(rt, group, *args):   # a merged batch holding the case hangs or crashes too
+        if any(m["tag"] == tag for m in group["members"]):
+            rt.prepare_group = lambda g, ws: run_case(rt, {"tag": tag})
+        return real_group(rt, group, *args)
+
     mod.run_case = run_case
+    mod.run_group = run_group
     return mod.main(rest)
 
 

@@ -1,0 +1,1 @@
+"""Worked examples (a team's own kernels as qconform targets, device profiles)."""

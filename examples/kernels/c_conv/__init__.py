@@ -1,0 +1,1 @@
+"""An int8 CONV_2D kernel in C (conv.c) and its qconform target (target.py)."""

@@ -1,0 +1,114 @@
+"""Where a run's wall time goes: the targets vs the harness (``timing.json``, terminal lines).
+
+Definitions (docs/performance.md):
+
+* **wall**: from the plugin's ``pytest_configure`` to ``pytest_sessionfinish`` in the
+  controller (case generation, collection, every test, the summaries; not the Python and
+  pytest start-up before it). With ``-n N`` each of the N workers has this wall too.
+* **target time** of a target: the wall time the runner spends waiting for the target's
+  outcomes (``Run.execute``: from handing it a batch until its outcomes arrive, judging
+  excluded). It includes model building, sessions, invokes and, for isolated targets, the
+  worker process's messages.
+* **invoke time**: the part of it the runtime spends in its own invoke calls (as the targets
+  report it: ``info["invoke_s"]``, warm-up included; else the latency samples).
+* **harness**: everything else: pytest, generation, golden, comparison, tolerance/cause
+  analysis, result writing. ``harness share = 1 - sum(target time) / (wall * processes)``,
+  where processes is 1, or the number of xdist workers (their waits count as harness).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+TIMING_JSON = "timing.json"
+FORMAT = "qconform-timing/1"
+
+
+def merge(stats: list[dict[str, float]]) -> dict[str, float]:
+    """Sum the Run.stats of several processes (xdist workers)."""
+    out: dict[str, float] = defaultdict(float)
+    for s in stats:
+        for k, v in (s or {}).items():
+            if isinstance(v, (int, float)):
+                out[k] += float(v)
+    return dict(out)
+
+
+def summarize(stats: dict[str, float], wall_s: float, processes: int = 1) -> dict[str, Any]:
+    """The timing document: per target cases, target/invoke seconds, cases per second and
+    shares of the wall time; the harness share of the whole run."""
+    targets: dict[str, dict[str, float]] = {}
+    for k, v in stats.items():
+        kind, sep, name = k.partition(":")
+        if sep and kind in ("cases", "target_wall_s", "invoke_s"):
+            targets.setdefault(name, {})[kind] = v
+    budget = max(wall_s * max(1, processes), 1e-9)
+    rows = {}
+    for name, d in sorted(targets.items()):
+        cases, tw, inv = int(d.get("cases", 0)), d.get("target_wall_s", 0.0), d.get("invoke_s", 0.0)
+        rows[name] = {"cases": cases, "target_s": round(tw, 3), "invoke_s": round(inv, 3),
+                      "cases_per_s": round(cases / tw, 1) if tw > 0 else None,
+                      "target_pct_of_wall": round(100 * tw / budget, 2),
+                      "invoke_pct_of_wall": round(100 * inv / budget, 2),
+                      "invoke_pct_of_target": round(100 * inv / tw, 2) if tw > 0 else None}
+    target_total = sum(r["target_s"] for r in rows.values())
+    harness = max(0.0, budget - target_total)
+    return {"format": FORMAT, "wall_s": round(wall_s, 3), "processes": max(1, processes),
+            "target_s": round(target_total, 3), "harness_s": round(harness, 3),
+            "harness_pct": round(100 * harness / budget, 2),
+            "invoke_s": round(sum(r["invoke_s"] for r in rows.values()), 3),
+            "harness_parts": harness_parts(stats, harness),
+            "targets": rows}
+
+
+def harness_parts(stats: dict[str, float], harness: float) -> dict[str, float]:
+    """The harness time by part: judging each outcome (golden, of which the default scheme's
+    and the analysis' other schemes, comparison, tolerance, cause analysis, the result row),
+    the report artefacts at the end (summaries, run.json, parquet, HTML) and the rest
+    (pytest's own per-test work, case generation, collection, isolation messages)."""
+    judge, report = stats.get("judge_s", 0.0), stats.get("report_s", 0.0)
+    return {"judge_s": round(judge, 3), "golden_s": round(stats.get("golden_s", 0.0), 3),
+            "analysis_s": round(stats.get("analysis_s", 0.0), 3), "report_s": round(report, 3),
+            "pytest_and_rest_s": round(max(0.0, harness - judge - report), 3)}
+
+
+def write(report_dir: str | Path, doc: dict[str, Any]) -> Path | None:
+    p = Path(report_dir) / TIMING_JSON
+    try:
+        tmp = p.with_name(p.name + ".tmp")
+        tmp.write_text(json.dumps(doc, indent=2) + "\n")
+        os.replace(tmp, p)
+        return p
+    except OSError:
+        return None
+
+
+def read(report_dir: str | Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((Path(report_dir) / TIMING_JSON).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def lines(doc: dict[str, Any]) -> list[str]:
+    """Terminal lines: the harness share, then one line per target."""
+    procs = doc["processes"]
+    head = (f"wall {doc['wall_s']:.1f} s" + (f" x {procs} workers" if procs > 1 else "")
+            + f"; targets {doc['target_s']:.1f} s (invoke {doc['invoke_s']:.1f} s), "
+            f"harness {doc['harness_s']:.1f} s = {doc['harness_pct']:.1f}% of the wall time")
+    hp = doc.get("harness_parts") or {}
+    if hp:
+        head += (f"\nharness: judging {hp['judge_s']:.1f} s (golden {hp['golden_s']:.1f} s, cause analysis "
+                 f"{hp['analysis_s']:.1f} s), report artefacts {hp['report_s']:.1f} s, pytest and the rest "
+                 f"{hp['pytest_and_rest_s']:.1f} s")
+    out = [head, f"{'target':<12} {'cases':>6} {'target s':>9} {'cases/s':>9} {'% wall':>7} "
+                 f"{'invoke s':>9} {'% wall':>7}"]
+    for name, r in doc["targets"].items():
+        cps = f"{r['cases_per_s']:.1f}" if r["cases_per_s"] is not None else "-"
+        out.append(f"{name:<12} {r['cases']:>6} {r['target_s']:>9.2f} {cps:>9} {r['target_pct_of_wall']:>7.1f} "
+                   f"{r['invoke_s']:>9.3f} {r['invoke_pct_of_wall']:>7.2f}")
+    return out

@@ -1,0 +1,364 @@
+"""Batching shared by the LiteRT and ONNX Runtime targets: many cases, one model, one session.
+
+Building a model and a session per case dominates small cases (an HTP session costs about
+0.1 s, the op often runs in microseconds). A target's ``run(cases, timing)`` therefore puts
+the independent cases of a batch into one model:
+
+* ONNX (``ort``, ``htp``): :func:`merge_onnx` joins the cases' one-op QDQ graphs into one
+  graph; every name of case ``k`` gets the prefix ``c<k>_`` (``onnx.compose.add_prefix``)
+  and every node a name, so ONNX Runtime's placement info says which case a node belongs to.
+* LiteRT (``tflite``, ``tflite-ref``): :func:`build_tflite_batch` writes one .tflite with one
+  subgraph and one SignatureDef per case (operator codes and buffers shared).
+
+A batch that fails as a whole (a case HTP cannot compile makes session creation fail) is
+split in two and each half retried (:func:`bisect`), so one bad case costs O(log N) extra
+sessions and every case keeps its own verdict and reason: a batch of one is the target's
+ordinary single-case path.
+
+The QNN context cache (:class:`ContextCache`) keeps the compiled HTP context of a model,
+keyed by the digest of the model and everything that changes the compiled graph, so a
+second run (and a device reusing the cache) skips QNN graph preparation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .base import Outcome
+
+DEFAULT_CACHE_DIR = "~/.cache/qconform/qnn"
+CACHE_ENV = "QCONFORM_CACHE_DIR"
+
+
+# ----------------------------------------------------------------------------- bisection
+
+class BatchFailed(Exception):
+    """A batch could not run as a whole (session creation or run failed): split it."""
+
+
+@dataclass
+class BatchStats:
+    """What batching cost in one target instance (sessions built, failed, cached)."""
+
+    batches: int = 0            # batches of more than one case that ran as a whole
+    cases: int = 0
+    sessions: int = 0           # sessions (interpreters) created, successful or not
+    failed: int = 0             # of which failed (each failure splits its batch)
+    session_s: float = 0.0      # wall time creating them
+    cache_hits: int = 0
+    cache_misses: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+def bisect(items: Sequence, attempt: Callable[[list], list], single: Callable[[Any], Outcome],
+           stats: BatchStats | None = None) -> list[Outcome]:
+    """One outcome per item: ``attempt(items)`` runs them as one batch (raising
+    :class:`BatchFailed` when the batch fails as a whole); a failed batch is split in two
+    halves, each retried the same way, down to ``single(item)`` for one item."""
+    items = list(items)
+    if not items:
+        return []
+    if len(items) == 1:
+        return [single(items[0])]
+    try:
+        outs = attempt(items)
+        if stats is not None:
+            stats.batches += 1
+            stats.cases += len(items)
+        return outs
+    except BatchFailed:
+        mid = len(items) // 2
+        return bisect(items[:mid], attempt, single, stats) + bisect(items[mid:], attempt, single, stats)
+
+
+def batch_info(n: int, samples_us: list[float] | None = None) -> dict[str, Any]:
+    """Row info of a case that ran inside a batch of ``n`` whose runs could not be timed per
+    case: the batch's median run time, labelled as such (never the case's latency)."""
+    info: dict[str, Any] = {"batch_size": n, "latency_scope": "batch"}
+    if samples_us:
+        info["batch_p50_us"] = round(float(np.median(samples_us)), 3)
+    return info
+
+
+# ----------------------------------------------------------------------------- ONNX
+
+PREFIX = "c{}_"
+
+
+@dataclass
+class OnnxBatch:
+    """A merged ONNX model of several cases and how to feed it and split its outputs."""
+
+    content: bytes
+    cases: list
+    models: list                     # targets.onnx_model.OnnxModel of each case
+    prefixes: list[str]
+    digest: str = ""
+    op_types: list[list[str]] = field(default_factory=list)
+
+    def feeds(self) -> dict[str, Any]:
+        feeds: dict[str, Any] = {}
+        for p, m, c in zip(self.prefixes, self.models, self.cases):
+            for name, arr in m.feeds(c).items():
+                feeds[p + name] = arr
+        return feeds
+
+    def output_names(self) -> list[str]:
+        return [p + o.name for p, m in zip(self.prefixes, self.models) for o in m.outputs]
+
+    def split(self, outs: list) -> list[list[np.ndarray]]:
+        """The session's outputs (in :meth:`output_names` order) as each case's outputs."""
+        res, k = [], 0
+        for m in self.models:
+            n = len(m.outputs)
+            res.append(m.unpack(list(outs[k:k + n])))
+            k += n
+        return res
+
+
+def compat_key(content: bytes) -> tuple:
+    """Cases can share a merged model when their IR version and opset imports agree."""
+    import onnx
+    p = onnx.load_from_string(content)
+    return (p.ir_version, tuple(sorted((o.domain, o.version) for o in p.opset_import)))
+
+
+def merge_onnx(cases: list, models: list) -> OnnxBatch:
+    """One ONNX model holding every case's graph, names prefixed ``c<k>_``."""
+    import onnx
+    from onnx import compose, helper
+    nodes, inits, inputs, outputs, value_info, op_types = [], [], [], [], [], []
+    opsets: dict[str, int] = {}
+    ir = 0
+    prefixes = []
+    for k, m in enumerate(models):
+        p = onnx.load_from_string(m.content)
+        for j, n in enumerate(p.graph.node):
+            if not n.name:
+                n.name = f"n{j}"
+        prefix = PREFIX.format(k)
+        compose.add_prefix(p, prefix, inplace=True)
+        nodes.extend(p.graph.node)
+        inits.extend(p.graph.initializer)
+        inputs.extend(p.graph.input)
+        outputs.extend(p.graph.output)
+        value_info.extend(p.graph.value_info)
+        op_types.append([n.op_type for n in p.graph.node])
+        for o in p.opset_import:
+            opsets[o.domain] = max(opsets.get(o.domain, 0), o.version)
+        ir = max(ir, p.ir_version)
+        prefixes.append(prefix)
+    graph = helper.make_graph(nodes, "qconform-batch", inputs, outputs, inits, value_info=value_info)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in sorted(opsets.items())],
+                              producer_name="qconform")
+    model.ir_version = ir
+    content = model.SerializeToString()
+    return OnnxBatch(content, list(cases), list(models), prefixes, digest_of(content), op_types)
+
+
+def digest_of(content: bytes, *extra: str) -> str:
+    h = hashlib.sha256(content)
+    for e in extra:
+        h.update(b"\0" + e.encode())
+    return h.hexdigest()[:32]
+
+
+def case_of_node(name: str, prefixes: list[str]) -> int | None:
+    """The batch position of the case a node (``c<k>_...``) belongs to, or None."""
+    if not name.startswith("c"):
+        return None
+    head, sep, _ = name.partition("_")
+    if not sep or not head[1:].isdigit():
+        return None
+    k = int(head[1:])
+    return k if k < len(prefixes) else None
+
+
+def placement_by_case(sess, prefixes: list[str] | None) -> list[dict[str, list[str]]] | None:
+    """Per case: execution provider -> the op types of the case's nodes it runs (None if
+    ONNX Runtime does not record the assignment). ``prefixes`` None: a one-case model."""
+    try:
+        info = sess.get_provider_graph_assignment_info()
+    except Exception:
+        return None
+    per: list[dict[str, list[str]]] = [dict() for _ in range(len(prefixes) if prefixes else 1)]
+    for sub in info:
+        for node in sub.get_nodes():
+            k = case_of_node(getattr(node, "name", ""), prefixes) if prefixes else 0
+            if k is not None:
+                per[k].setdefault(sub.ep_name, []).append(getattr(node, "op_type", "?"))
+    return per
+
+
+def placement_text(eps: dict[str, list[str]]) -> str:
+    if not eps:
+        return "no node (constant-folded)"
+    return "; ".join(f"{ep}: {','.join(ops)}" for ep, ops in eps.items())
+
+
+# ----------------------------------------------------------------------------- QNN context cache
+
+def cache_dir_of(option: str | None) -> Path | None:
+    """The context-cache folder: the option, else $QCONFORM_CACHE_DIR, else ~/.cache/qconform/qnn;
+    ``off`` / ``none`` / empty disables the cache."""
+    value = option if option is not None else os.environ.get(CACHE_ENV, DEFAULT_CACHE_DIR)
+    if value is None or str(value).strip().lower() in ("", "off", "none", "0", "no"):
+        return None
+    return Path(os.path.expanduser(str(value)))
+
+
+class ContextCache:
+    """Compiled QNN contexts on disk, one per model digest.
+
+    ``<key>.onnx`` is the EPContext model ONNX Runtime dumps (``ep.context_enable=1``,
+    ``ep.context_embed_mode=1``: the context binary inside it); ``<key>.json`` holds what
+    the harness learnt when it compiled the model (where each case's nodes ran), since a
+    context model no longer holds the original nodes. ``<key>.fail.json`` records a model
+    QNN refused, with the reason, so it is not compiled again. The key covers the model
+    bytes, the QNN options and the runtime versions; files are written atomically.
+    """
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def key(self, content: bytes, *parts: str) -> str:
+        return digest_of(content, *parts)
+
+    def paths(self, key: str) -> tuple[Path, Path, Path]:
+        return self.root / f"{key}.onnx", self.root / f"{key}.json", self.root / f"{key}.fail.json"
+
+    def lookup(self, key: str) -> tuple[Path | None, dict | None, dict | None]:
+        """(context model, its sidecar, a recorded failure) of ``key``; missing parts are None."""
+        ctx, meta, fail = self.paths(key)
+        f = _read_json(fail)
+        if f is not None:
+            return None, None, f
+        m = _read_json(meta)
+        if ctx.exists() and m is not None:
+            return ctx, m, None
+        return None, None, None
+
+    def dump_path(self, key: str) -> Path | None:
+        """A fresh temporary file name in the cache folder for ONNX Runtime to dump into."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return None
+        fd, name = tempfile.mkstemp(prefix=f".{key}.", suffix="_ctx.onnx", dir=self.root)
+        os.close(fd)
+        os.unlink(name)          # ONNX Runtime refuses to overwrite an existing context file
+        return Path(name)
+
+    def store(self, key: str, dumped: Path | None, meta: dict) -> bool:
+        ctx, side, _ = self.paths(key)
+        if dumped is None or not dumped.exists():
+            return False
+        try:
+            os.replace(dumped, ctx)
+            _write_json(side, meta)
+            return True
+        except OSError:
+            return False
+
+    def store_failure(self, key: str, reason: str) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            _write_json(self.paths(key)[2], {"reason": reason, "time": time.time()})
+        except OSError:
+            pass
+
+    def forget(self, key: str) -> None:
+        for p in self.paths(key):
+            try:
+                p.unlink()
+            except OSError:
+                pass
+
+
+def _read_json(p: Path) -> dict | None:
+    try:
+        return json.loads(p.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json(p: Path, obj: dict) -> None:
+    tmp = p.with_name(p.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(obj))
+    os.replace(tmp, p)
+
+
+# ----------------------------------------------------------------------------- LiteRT
+
+@dataclass
+class TfliteBatch:
+    content: bytes
+    runtime_inputs: list[list[int]]   # per case: case input index of each subgraph input
+    input_tensors: list[list[int]]    # per case: tensor index of each subgraph input (same order)
+    output_tensors: list[list[int]]   # per case: tensor index of each output
+    keys: list[str]                   # per case: its SignatureDef key
+
+
+def build_tflite_batch(cases: list) -> TfliteBatch:
+    """One .tflite holding one single-op subgraph per case (subgraph k = case k) and a
+    SignatureDef ``c<k>`` per subgraph; operator codes and buffers are shared. Each
+    subgraph is exactly the one :func:`targets.tflite_model.build` writes for the case."""
+    import flatbuffers
+    from .tflite_model import _schema, _subgraph
+    S = _schema()
+    model = S.ModelT()
+    model.version = 3
+    model.description = f"qconform batch of {len(cases)}"
+    buffers = [S.BufferT()]
+    codes: dict[int, int] = {}
+    subgraphs, runtime, sigs, keys, ins, outs = [], [], [], [], [], []
+    for k, case in enumerate(cases):
+        sg, code, rt = _subgraph(case, buffers, S)
+        if code not in codes:
+            codes[code] = len(codes)
+        for op in sg.operators:
+            op.opcodeIndex = codes[code]
+        subgraphs.append(sg)
+        runtime.append(rt)
+        ins.append([int(i) for i in sg.inputs])
+        outs.append([int(i) for i in sg.outputs])
+        key = PREFIX.format(k).rstrip("_")
+        sig = S.SignatureDefT()
+        sig.signatureKey = key
+        sig.subgraphIndex = k
+        sig.inputs = [_tensor_map(S, f"input{ci}", ti) for ci, ti in zip(rt, sg.inputs)]
+        sig.outputs = [_tensor_map(S, f"output{j}", ti) for j, ti in enumerate(sg.outputs)]
+        sigs.append(sig)
+        keys.append(key)
+    ocs = []
+    for code in codes:
+        oc = S.OperatorCodeT()
+        oc.builtinCode = code
+        oc.deprecatedBuiltinCode = min(code, 127)
+        oc.version = 1
+        ocs.append(oc)
+    model.operatorCodes = ocs
+    model.subgraphs = subgraphs
+    model.buffers = buffers
+    model.signatureDefs = sigs
+    b = flatbuffers.Builder(1024)
+    b.Finish(model.Pack(b), file_identifier=b"TFL3")
+    return TfliteBatch(bytes(b.Output()), runtime, ins, outs, keys)
+
+
+def _tensor_map(S, name: str, index: int):
+    t = S.TensorMapT()
+    t.name = name
+    t.tensorIndex = int(index)
+    return t
