@@ -22,9 +22,11 @@ class Finding:
     target: tuple[str, ...]
     reason: str
     variant: tuple[str, ...] = ("*",)
+    status: tuple[str, ...] = ("fail",)   # the verdicts it explains: fail, crash, timeout, error
 
-    def matches(self, op: str, target: str, variant: str) -> bool:
-        return (any(fnmatch.fnmatchcase(op, p) for p in self.op)
+    def matches(self, op: str, target: str, variant: str, status: str = "fail") -> bool:
+        return (status in self.status
+                and any(fnmatch.fnmatchcase(op, p) for p in self.op)
                 and any(fnmatch.fnmatchcase(target, p) for p in self.target)
                 and any(fnmatch.fnmatchcase(variant, p) for p in self.variant))
 
@@ -40,12 +42,13 @@ def findings() -> tuple[Finding, ...]:
     out = []
     for r in raw.get("finding", []):
         out.append(Finding(id=r["id"], op=_tuple(r.get("op", "*")), target=_tuple(r.get("target", "*")),
-                           reason=r["reason"], variant=_tuple(r.get("variant", "*"))))
+                           reason=r["reason"], variant=_tuple(r.get("variant", "*")),
+                           status=_tuple(r.get("status", "fail"))))
     return tuple(out)
 
 
-def match(op: str, target: str, variant: str = "*") -> Finding | None:
+def match(op: str, target: str, variant: str = "*", status: str = "fail") -> Finding | None:
     for f in findings():
-        if f.matches(op, target, variant):
+        if f.matches(op, target, variant, status):
             return f
     return None

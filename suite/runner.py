@@ -40,6 +40,7 @@ class RunConfig:
     warmup: int = 1
     repeats: int = 5
     batch_size: int = DEFAULT_BATCH
+    latency_cases: int = 3     # per (target, op): run alone, so latency is the case's own
     case_files: list[str] = field(default_factory=list)
     ops: list[str] | None = None
     target_options: dict[str, Any] = field(default_factory=dict)
@@ -105,6 +106,7 @@ class Run:
         from reports.waivers import load_waivers
         self.waivers = load_waivers(config.waivers)
         self._pending: dict[tuple[str, str], OrderedDict[str, Case]] = defaultdict(OrderedDict)
+        self._singles: dict[tuple[str, str], int] = {}
         self._verdicts: dict[tuple[str, str], Any] = {}   # judged, not yet asked for (or the exception)
         # a row is written as soon as its case is judged (kill -9 loses at most the case in flight);
         # a pytest-xdist worker also judges pairs another worker is given: it writes rows when asked
@@ -172,8 +174,16 @@ class Run:
     def _run_batch(self, case: Case, target: str) -> None:
         """Run ``case`` with the pending cases of its (op, target) as one batch; judge each as it ends."""
         pend = self._pending[(target, case.op)]
-        batch = [case] + [c for cid, c in pend.items() if cid != case.id and (target, cid) not in self._verdicts]
-        batch = batch[: max(1, self.config.batch_size)]
+        singles = self._singles.get((target, case.op), 0)
+        if singles < self.config.latency_cases:
+            # the first cases of each (target, op) run alone: a target that merges a batch into
+            # one model can only time the batch, so these give the op's own per-case latency
+            self._singles[(target, case.op)] = singles + 1
+            batch = [case]
+        else:
+            batch = [case] + [c for cid, c in pend.items()
+                              if cid != case.id and (target, cid) not in self._verdicts]
+            batch = batch[: max(1, self.config.batch_size)]
         for c in batch:
             pend.pop(c.id, None)
 
@@ -277,12 +287,15 @@ class Run:
                     v.status = "fail"
                     v.reason = f"max |err| {cmp.max_abs_lsb:g} LSB, {cmp.mismatches}/{cmp.elements} elements off"
                 if v.status == "fail":
-                    from .findings import match
-                    f = match(case.op, target, case.variant)
-                    if f is not None:
-                        v.finding = f
-                        v.reason = f"known finding {f.id}: {f.reason}; {v.reason}"
                     self._save_failure(case, target, want, o.outputs)
+        if v.status in ("fail", "crash", "timeout", "error"):
+            from .findings import match
+            f = match(case.op, target, case.variant, v.status)
+            if f is not None:
+                v.finding = f
+                v.reason = f"known finding {f.id}: {f.reason}; {v.reason}"
+            if v.status != "fail" and not (v.status == "error" and v.reason.startswith("golden failed")):
+                self._save_failure(case, target, None, None, reason=v.reason)
         v.row = self._row(v, o, cmp, latency_stats(o.latency_us))
         if cmp is not None and not cmp.garbage:
             v.row.update(self._analyse(case, cmp, want))
@@ -322,12 +335,22 @@ class Run:
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in target)
         return self.report_dir / "failures" / safe / f"{case.id}.json"
 
-    def _save_failure(self, case: Case, target: str, want, got) -> None:
+    def _save_failure(self, case: Case, target: str, want, got, reason: str = "") -> None:
+        """Save a failing (or crashing, hanging, erroring) case as a case file with got and want."""
         path = self.failure_path(case, target)
         try:
             d = case.to_dict()
-            d["want"] = [np.asarray(w).ravel().tolist() for w in want]
-            d["got"] = [np.asarray(g).ravel().tolist() for g in got]
+            if want is None:
+                try:
+                    want = self.golden(case)
+                except Exception:
+                    want = None
+            if want is not None:
+                d["want"] = [np.asarray(w).ravel().tolist() for w in want]
+            if got is not None:
+                d["got"] = [np.asarray(g).ravel().tolist() for g in got]
+            if reason:
+                d["reason"] = reason
             d["target"] = target
             import json
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -339,7 +362,9 @@ class Run:
 
     def _row(self, v: Verdict, o, cmp: Comparison | None, lat: dict) -> dict[str, Any]:
         c = v.case
-        failure_file = self.failure_path(c, v.target) if v.status == "fail" else None
+        saved = v.status in ("fail", "crash", "timeout") or (v.status == "error"
+                                                             and not v.reason.startswith("golden failed"))
+        failure_file = self.failure_path(c, v.target) if saved else None
         row: dict[str, Any] = {
             "run_id": self.run_id, "case_id": c.id, "op": c.op, "variant": c.variant, "index": c.index,
             "spec": c.spec, "clause": c.clause, "target": v.target, "device": o.info.get("device"),

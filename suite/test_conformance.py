@@ -12,7 +12,7 @@ def test_case(qc_verdict):
         pytest.skip(f"unsupported on {v.target}: {v.reason}")
     if v.status == "waived":
         pytest.xfail(f"waived: {v.reason}")
-    if v.status == "fail" and v.finding is not None:
-        pytest.xfail(f"known finding {v.finding.id}: {v.finding.reason}")
+    if v.finding is not None:   # a known runtime bug (suite/findings.toml): shown, labelled, not hidden
+        pytest.xfail(f"known finding {v.finding.id} ({v.status}): {v.finding.reason}")
     if v.status != "pass":
         pytest.fail(v.message(), pytrace=False)

@@ -41,6 +41,7 @@ class GraphInput:
 class GraphOutput:
     name: str
     perm: tuple[int, ...] | None = None   # applied to the model output to get the case layout
+    shape: tuple[int, ...] | None = None  # then reshaped to this (same data, e.g. keep_num_dims)
 
 
 @dataclass
@@ -68,6 +69,8 @@ class OnnxModel:
             arr = np.asarray(arr)
             if go.perm is not None:
                 arr = arr.transpose(go.perm)
+            if go.shape is not None and arr.size == int(np.prod(go.shape, dtype=np.int64)):
+                arr = arr.reshape(go.shape)
             res.append(np.ascontiguousarray(arr))
         return res
 

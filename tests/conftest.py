@@ -11,6 +11,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The project's tests must not fill the user's QNN context cache (~/.cache/qconform/qnn):
+# every test process and the suite runs they start share one throwaway cache folder.
+if "QCONFORM_CACHE_DIR" not in os.environ:
+    import tempfile
+    os.environ["QCONFORM_CACHE_DIR"] = tempfile.mkdtemp(prefix="qconform-test-cache-")
+
 
 @pytest.fixture
 def run_suite(tmp_path):

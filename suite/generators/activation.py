@@ -135,13 +135,19 @@ def _softmax_like(g: Gen, op: str) -> Case:
         depth = g.choice([1, 2, 3, 5, 100, 255, 511])
         clause.append("all_equal")
         desc = f"rows of {depth} equal values"
+    elif v == "sum_overflow":
+        # a row whose exps sum to >= 512 (512+ equal values): a valid input on which LiteRT's
+        # reference SOFTMAX aborts (TFLITE_CHECK(exponent <= 31)); see suite/findings.toml
+        depth = g.choice([512, 600, 1024])
+        clause.append("all_equal")
+        desc = f"rows of {depth} equal values (sum of exps >= 512)"
     elif v == "diff_min":
         s = g.scale(2.0 ** -4, 1.0)
         depth = g.randint(8, 64)
         desc = "differences at the diff_min cutoff"
     shape = _rows_shape(g, depth, hi=4096 if v == "large_reduction" else 2048)
     x = g.codes(shape, zero_point=z).astype(np.int64)
-    if v == "all_equal":
+    if v in ("all_equal", "sum_overflow"):
         x = np.broadcast_to(g.rng.integers(-128, 128, size=shape[:-1] + [1]), shape).copy()
     elif v == "diff_min":
         diff_min = A.log_softmax_params(s, False)[4] if log else A.softmax_params(beta, s, False)[2]
@@ -180,7 +186,7 @@ def _softmax_like(g: Gen, op: str) -> Case:
 
 
 @generator("SOFTMAX", variants={"beta": 3, "scale_extreme": 3, "large_reduction": 3, "all_equal": 2,
-                                "diff_min": 2, "tie": 3})
+                                "diff_min": 2, "tie": 3, "sum_overflow": 1})
 def gen_softmax(g: Gen) -> Case:
     return _softmax_like(g, "SOFTMAX")
 

@@ -11,8 +11,8 @@ initializers), never as Transpose nodes:
 * TRANSPOSE_CONV -> ConvTranspose: OHWI -> IOHW (per-axis axis 0 -> 1), explicit ``pads`` and
   ``output_padding`` reproducing LiteRT's padding and output size.
 * FULLY_CONNECTED -> Gemm(transB=1) on a [batch, in] input (a higher-rank input is flattened by
-  the harness, as LiteRT flattens it); with keep_num_dims and rank > 2 -> MatMul + Add on the
-  N-D input with the weights stored transposed ([in, out], per-axis axis 1).
+  the harness, as LiteRT flattens it); with keep_num_dims the harness reshapes the [batch, out]
+  output back to [..., out] (same data; a MatMul + Add form trips an ONNX Runtime 1.31 QDQ bug).
 * BATCH_MATMUL -> MatMul; adj_x / adj_y transpose the last two dims of the fed data.
 
 Padding follows LiteRT (reference/ops/conv.py: out_size, pad_before): SAME puts the odd pad row
@@ -125,14 +125,6 @@ def _fully_connected(b: Builder):
     x_t = c.inputs[0]
     o, k = c.inputs[1].shape
     batch = x_t.size // k
-    if c.attrs.get("keep_num_dims") and len(x_t.shape) > 2:
-        x = b.dq_input(0)
-        w = b.dq_input(1, (1, 0))                      # [in, out], per-axis axis 0 -> 1
-        y = b.node1("MatMul", [x, w])
-        if _has(c, 2):
-            y = b.node1("Add", [y, b.dq_input(2)])
-        b.q_output(_fused(b, y))
-        return
     x = b.dq_input(0)
     if tuple(x_t.shape) != (batch, k):                 # LiteRT flattens the input to [batch, in]
         gi = b.inputs[-1]
@@ -145,6 +137,9 @@ def _fully_connected(b: Builder):
     ins = [x, w] + ([b.dq_input(2)] if _has(c, 2) else [])
     y = b.node1("Gemm", ins, transB=1)
     b.q_output(_fused(b, y), model_shape=[batch, o])
+    # keep_num_dims only changes the output's shape ([..., out] instead of [batch, out]), not its
+    # data: the harness reshapes (a MatMul + Add form trips an ONNX Runtime 1.31 QDQ rewrite bug)
+    b.outputs[-1].shape = tuple(c.outputs[0].shape)
 
 
 @onnx_op("BATCH_MATMUL")
