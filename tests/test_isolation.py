@@ -28,6 +28,7 @@ def _rows(rd):
 def _run(target, cases, tmp_path, **cfg):
     """Every case through Run.verdict (the plugin's path, without pytest); returns the verdicts."""
     name = target.name
+    cfg.setdefault("latency_cases", 0)   # whole batches from the first case on (no single-case latency runs)
     run = Run(RunConfig(targets=[name], report_dir=str(tmp_path / "rep"), **cfg), targets={name: target})
     run.plan([(c, name) for c in cases])
     try:
