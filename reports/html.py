@@ -228,14 +228,19 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
     for r in rows:
         if r.get("elements") is not None and r.get("status") != UNSUPPORTED:
             by_op[r["op"]][r["target"]].append(r)
-    imgs = []
+    imgs, exact_ops = [], []
     for op in ops:
         hists = {t: merge_hist(rs) for t, rs in by_op.get(op, {}).items()}
         hists = {t: h for t, h in hists.items() if h}
-        if hists:
+        if hists and all(set(h) <= {"0"} for h in hists.values()):
+            exact_ops.append(op)   # every target bit-exact: a one-bar chart says nothing (and costs 0.1 s)
+        elif hists:
             imgs.append(_img(plots.histogram_png(op, hists, hist_key_order), f"{op} error histogram",
                              f"hist-{op}", "histogram"))
-    parts.append(f'<div class="hists">{"".join(imgs)}</div>' if imgs else "<p>No compared outputs.</p>")
+    parts.append(f'<div class="hists">{"".join(imgs)}</div>' if imgs else "<p>No mismatching outputs.</p>")
+    if exact_ops:
+        parts.append(f"<p>Every compared output bit-exact on every target (no histogram): "
+                     f"{_e(', '.join(exact_ops))}.</p>")
 
     # ---- latency
     parts.append('<h2 id="latency-section">Latency per op and target</h2>')

@@ -14,46 +14,58 @@ COLUMNS = ["op", "target", "cases", "passed", "failed", "unsupported", "errors",
 
 def summarize(rows: Iterable[dict]):
     """A pandas DataFrame with one row per (op, target) (and device, when remote)."""
+    import numpy as np
     import pandas as pd
 
     rows = list(rows)
     if not rows:
         return pd.DataFrame(columns=COLUMNS)
-    df = pd.DataFrame(rows)
-    for col, default in [("device", None), ("elements", 0), ("mismatches", 0), ("max_abs_lsb", None),
-                         ("sum_err_lsb", 0.0), ("p50_us", None), ("reason", "")]:
-        if col not in df:
-            df[col] = default
+    cols = ["op", "target", "device", "status", "elements", "mismatches", "max_abs_lsb", "sum_err_lsb",
+            "p50_us", "finding", "scheme"]
+    df = pd.DataFrame({c: [r.get(c) for r in rows] for c in cols})   # only what the table needs
+    for c in ("elements", "mismatches", "max_abs_lsb", "sum_err_lsb", "p50_us"):
+        df[c] = pd.to_numeric(df[c], errors="coerce")
     df["device"] = df["device"].fillna("")
     keys = ["op", "target"] + (["device"] if (df["device"] != "").any() else [])
-    ran = df["status"].isin([PASS, FAIL, WAIVED])
+    ran = df["status"].isin([PASS, FAIL, WAIVED]).to_numpy()
+    status = df["status"].to_numpy()
+    elements_all = df["elements"].fillna(0).to_numpy()
+    mism_all = df["mismatches"].fillna(0).to_numpy()
+    sum_err_all = df["sum_err_lsb"].fillna(0).to_numpy()
+    max_abs_all = df["max_abs_lsb"].to_numpy()
+    p50_all = df["p50_us"].to_numpy()
     out = []
-    for key, g in df.groupby(keys, sort=False):
+    for key, idx in df.groupby(keys, sort=False).indices.items():
         key = key if isinstance(key, tuple) else (key,)
         r = dict(zip(keys, key))
-        gr = g[ran.loc[g.index]]
-        elements = float(gr["elements"].fillna(0).sum())
-        mism = float(gr["mismatches"].fillna(0).sum())
-        r["cases"] = int(len(g))
-        r["passed"] = int((g["status"] == PASS).sum())
-        r["failed"] = int((g["status"] == FAIL).sum())
-        r["unsupported"] = int((g["status"] == UNSUPPORTED).sum())
-        r["errors"] = int(g["status"].isin(ERROR_STATUSES).sum())
-        for st, col in (("crash", "crashes"), ("timeout", "timeouts"), ("infra", "infra_errors")):
-            r[col] = int((g["status"] == st).sum())
-        r["waived"] = int((g["status"] == WAIVED).sum())
+        st = status[idx]
+        ridx = idx[ran[idx]]
+        elements = float(elements_all[ridx].sum())
+        mism = float(mism_all[ridx].sum())
+        r["cases"] = int(len(idx))
+        r["passed"] = int((st == PASS).sum())
+        r["failed"] = int((st == FAIL).sum())
+        r["unsupported"] = int((st == UNSUPPORTED).sum())
+        r["errors"] = int(np.isin(st, list(ERROR_STATUSES)).sum())
+        for s_, col in (("crash", "crashes"), ("timeout", "timeouts"), ("infra", "infra_errors")):
+            r[col] = int((st == s_).sum())
+        r["waived"] = int((st == WAIVED).sum())
         r["bit_exact_pct"] = round(100.0 * (elements - mism) / elements, 3) if elements else None
-        r["exact_cases_pct"] = (round(100.0 * float((gr["mismatches"].fillna(0) == 0).sum()) / len(gr), 2)
-                                if len(gr) else None)
-        r["max_abs_lsb"] = float(gr["max_abs_lsb"].max()) if len(gr) and gr["max_abs_lsb"].notna().any() else None
-        r["mean_err_lsb"] = round(float(gr["sum_err_lsb"].fillna(0).sum()) / elements, 5) if elements else None
-        lat = g["p50_us"].dropna()
-        r["p50_latency_us"] = round(float(lat.median()), 2) if len(lat) else None
-        if "finding" in g and g["finding"].notna().any():
-            r["findings"] = ",".join(sorted(set(g["finding"].dropna())))
+        r["exact_cases_pct"] = (round(100.0 * float((mism_all[ridx] == 0).sum()) / len(ridx), 2)
+                                if len(ridx) else None)
+        mx = max_abs_all[ridx]
+        mx = mx[~np.isnan(mx)]
+        r["max_abs_lsb"] = float(mx.max()) if mx.size else None
+        r["mean_err_lsb"] = round(float(sum_err_all[ridx].sum()) / elements, 5) if elements else None
+        lat = p50_all[idx]
+        lat = lat[~np.isnan(lat)]
+        r["p50_latency_us"] = round(float(np.median(lat)), 2) if lat.size else None
+        found = sorted({rows[i]["finding"] for i in idx if rows[i].get("finding")})
+        if found:
+            r["findings"] = ",".join(found)
         # best_scheme (+ exact %) and mismatch-cause counts from the rows' scheme_exact / causes
-        prefer = g["scheme"].dropna().iloc[0] if "scheme" in g and g["scheme"].notna().any() else None
-        r.update(summary_columns([rows[i] for i in gr.index], prefer))
+        prefer = next((rows[i]["scheme"] for i in idx if rows[i].get("scheme")), None)
+        r.update(summary_columns([rows[i] for i in ridx], prefer))
         out.append(r)
     res = pd.DataFrame(out)
     lead = keys + [c for c in COLUMNS if c not in keys]
