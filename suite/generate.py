@@ -94,8 +94,15 @@ def _load():
 
 
 def generator_ops() -> list[str]:
+    """Operators with a generator, in spec-table order (LiteRT int8 first, then other tables)."""
     _load()
-    return list(_GENERATORS) + [op for op in _EXTRA if op not in _GENERATORS]
+    ops = list(_GENERATORS) + [op for op in _EXTRA if op not in _GENERATORS]
+    from .spec import tables
+    order: dict[str, int] = {}
+    for t in sorted(tables().values(), key=lambda t: (t.name != "litert-int8", t.name)):
+        for op in t.ops:
+            order.setdefault(op, len(order))
+    return sorted(ops, key=lambda op: (order.get(op, len(order)), ops.index(op)))
 
 
 def get_generator(op: str) -> OpGenerator:
