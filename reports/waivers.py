@@ -26,10 +26,6 @@ import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore
 
 from suite.errors import QconformError
 
@@ -123,20 +119,8 @@ def _date(v, src: str, where: str) -> _dt.date:
 
 def load_waiver_file(path: str | Path) -> list[Waiver]:
     src = str(path)
-    try:
-        with open(path, "rb") as f:
-            raw = tomllib.load(f)
-    except OSError as e:
-        raise QconformError(f"cannot read waiver file: {e.strerror}", source=src, field="--waivers") from None
-    except tomllib.TOMLDecodeError as e:
-        raise QconformError(f"not valid TOML: {e}", source=src, rule="TOML syntax") from None
-    except UnicodeDecodeError:
-        raise QconformError("not UTF-8 text", source=src, rule="TOML syntax") from None
-    except (ValueError, RecursionError) as e:   # a number of > 4300 digits, nesting beyond the stack
-        raise QconformError(f"not valid TOML: {str(e).split(';')[0]}", source=src, rule="TOML syntax") from None
-    if raw.get("format") != FORMAT:
-        raise QconformError(f"must be \"{FORMAT}\" (got {raw.get('format')!r})", source=src,
-                            field="format", rule="format tag")
+    from suite.userfile import load_toml
+    raw = load_toml(path, "waiver file", "--waivers", FORMAT)
     allowed_top = {"format", "target", "waiver"}
     extra = set(raw) - allowed_top
     if extra:

@@ -18,8 +18,6 @@ Loaded by the repository's ``conftest.py``. Every option lives in one group
 from __future__ import annotations
 
 import datetime as _dt
-import os
-import sys
 import time
 from pathlib import Path
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .case import Case, save_case
+from .case import Case
 from .compare import Comparison, compare
 from .errors import QconformError
 from .tolerance import Policy, Tolerance, load_policy

@@ -14,10 +14,6 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore
 
 from .errors import QconformError
 
@@ -98,20 +94,8 @@ class Policy:
 def load_policy(path: str | Path | None = None) -> Policy:
     path = Path(path) if path else DEFAULT_FILE
     src = str(path)
-    try:
-        with open(path, "rb") as f:
-            raw = tomllib.load(f)
-    except OSError as e:
-        raise QconformError(f"cannot read tolerance file: {e.strerror}", source=src, field="--tolerance") from None
-    except tomllib.TOMLDecodeError as e:
-        raise QconformError(f"not valid TOML: {e}", source=src, rule="TOML syntax") from None
-    except UnicodeDecodeError:
-        raise QconformError("not UTF-8 text", source=src, rule="TOML syntax") from None
-    except (ValueError, RecursionError) as e:   # a number of > 4300 digits, nesting beyond the stack
-        raise QconformError(f"not valid TOML: {str(e).split(';')[0]}", source=src, rule="TOML syntax") from None
-    if raw.get("format") != FORMAT:
-        raise QconformError(f"must be \"{FORMAT}\" (got {raw.get('format')!r})", source=src,
-                            field="format", rule="format tag")
+    from .userfile import load_toml
+    raw = load_toml(path, "tolerance file", "--tolerance", FORMAT)
     rules_raw = raw.get("rule", [])
     if not isinstance(rules_raw, list) or not rules_raw:
         raise QconformError("needs at least one [[rule]] table", source=src, field="rule", rule="rule list")

@@ -61,10 +61,6 @@ from .base import Outcome, Timing
 from .remote import RemoteTarget, _le, _Prepared
 from .transport import REMOTE_TIMEOUT_RCS, DeviceSpec, TransportError
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore
 
 FORMAT = "qconform-netrun/1"
 DONE_MARK = "qconform-runner: done"
@@ -85,16 +81,8 @@ def load_profile(path: str | os.PathLike, check_files: bool = True) -> dict[str,
     ``check_files=False`` skips the existence check of ``push`` (to read a profile written
     for another machine)."""
     src = str(path)
-    try:
-        raw = tomllib.loads(Path(path).read_text())
-    except OSError as e:
-        raise QconformError(f"cannot read the profile: {e.strerror}", source=src, field="--netrun-profile") from None
-    except tomllib.TOMLDecodeError as e:
-        raise QconformError(f"not valid TOML: {e}", source=src, rule="TOML syntax") from None
-    except UnicodeDecodeError:
-        raise QconformError("not UTF-8 text", source=src, rule="TOML syntax") from None
-    except (ValueError, RecursionError) as e:   # a number of > 4300 digits, nesting beyond the stack
-        raise QconformError(f"not valid TOML: {str(e).split(';')[0]}", source=src, rule="TOML syntax") from None
+    from suite.userfile import load_toml
+    raw = load_toml(path, "the profile", "--netrun-profile")
 
     def fail(field, msg, rule=None):
         raise QconformError(msg, source=src, field=field, rule=rule)
@@ -305,7 +293,6 @@ class NetrunTarget(RemoteTarget):
             return art.read_bytes(), str(Path(rel).parent / art.name)
 
     def write_batch(self, folder: Path, prepared: Sequence[_Prepared], timing: Timing) -> None:
-        pr = self.profile
         folder.mkdir(parents=True, exist_ok=True)
         for p in prepared:
             for rel, content in p.files.items():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 
-import numpy as np
 
 from suite.errors import Unsupported
 

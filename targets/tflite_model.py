@@ -109,7 +109,7 @@ def _tensor(S, case_tensor, name, buffer_index):
     return t
 
 
-def _buffer(S, tensor) -> "S.BufferT":
+def _buffer(S, tensor):
     b = S.BufferT()
     arr = np.asarray(tensor.data)
     if tensor.dtype in ("int4", "uint4"):

@@ -463,18 +463,26 @@ def conv_2d(case, scheme):
                             f"and the {o} output channels a multiple of the groups",
                             field="inputs[1].shape", rule="CONV_2D channels (grouped convolution)")
     groups = cin // cw
-    stride, dil, padding = conv_geometry(case)
-    oh = out_size(h, kh, stride[0], dil[0], padding)
-    ow = out_size(wd, kw, stride[1], dil[1], padding)
-    _check_out_hw(case, oh, ow, padding)
-    _expect_shape(case, (n, oh, ow, o), f"{padding} padding")
-    pads = (pad_before(h, kh, stride[0], dil[0], oh), pad_before(wd, kw, stride[1], dil[1], ow))
+    stride, dil, pads, (oh, ow) = _spatial(case, (h, wd), (kh, kw), n, o)
     x = np.asarray(x_t.data).reshape(x_t.shape)
     w = np.asarray(w_t.data).reshape(w_t.shape)
     acc = conv_acc(x, zp(x_t), w, stride, dil, pads, (oh, ow), groups)
     bias = _bias(case, 2, o)
     bound = _acc_bound(kh * kw * cw, x, zp(x_t), w, bias)
     return [_finish(case, scheme, acc, bias, bound, scale(x_t), w_t, scale(case.outputs[0]), o)]
+
+
+def _spatial(case, in_hw, k_hw, n: int, channels: int):
+    """Strides, dilations, LiteRT's leading pads and the output size of a 2-D convolution case
+    (checking the case's output shape against them)."""
+    stride, dil, padding = conv_geometry(case)
+    oh = out_size(in_hw[0], k_hw[0], stride[0], dil[0], padding)
+    ow = out_size(in_hw[1], k_hw[1], stride[1], dil[1], padding)
+    _check_out_hw(case, oh, ow, padding)
+    _expect_shape(case, (n, oh, ow, channels), f"{padding} padding")
+    pads = (pad_before(in_hw[0], k_hw[0], stride[0], dil[0], oh),
+            pad_before(in_hw[1], k_hw[1], stride[1], dil[1], ow))
+    return stride, dil, pads, (oh, ow)
 
 
 @register("DEPTHWISE_CONV_2D")
@@ -490,12 +498,7 @@ def depthwise_conv_2d(case, scheme):
                             field="inputs[1].shape", rule="DEPTHWISE_CONV_2D filter")
     # LiteRT's int8 kernel takes the multiplier from the shapes (ComputeDepthMultiplier)
     mult = co // c
-    stride, dil, padding = conv_geometry(case)
-    oh = out_size(h, kh, stride[0], dil[0], padding)
-    ow = out_size(wd, kw, stride[1], dil[1], padding)
-    _check_out_hw(case, oh, ow, padding)
-    _expect_shape(case, (n, oh, ow, co), f"{padding} padding")
-    pads = (pad_before(h, kh, stride[0], dil[0], oh), pad_before(wd, kw, stride[1], dil[1], ow))
+    stride, dil, pads, (oh, ow) = _spatial(case, (h, wd), (kh, kw), n, co)
     x = np.asarray(x_t.data).reshape(x_t.shape)
     w = np.asarray(w_t.data).reshape(w_t.shape)
     acc = depthwise_acc(x, zp(x_t), w, mult, stride, dil, pads, (oh, ow))

@@ -125,7 +125,6 @@ def _weight_codes(g: Gen, r: Recipe, shape, axis: int) -> np.ndarray:
 
 
 def _weights(g: Gen, r: Recipe, shape, axis: int, per_axis: bool, s_in: float, s_out: float | None) -> Tensor:
-    n = shape[axis]
     data = _weight_codes(g, r, shape, axis)
     if r.mults is not None:
         m = r.mults if per_axis else r.mults[:1]
