@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from suite.errors import QconformError
+
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 
@@ -24,9 +26,16 @@ def wrap_int32(x) -> np.ndarray:
 
 
 def round_half_away(x) -> np.ndarray:
-    """std::round: to nearest, ties away from zero (float in, float out)."""
+    """std::round: to nearest, ties away from zero (float in, float out, same float type).
+
+    Not floor(x + 0.5): that sum rounds in x's own type, so 0.49999997f + 0.5f gives 1.0f
+    and an odd float32 integer in [2^23, 2^24) plus 0.5 rounds up to the next even one.
+    x - trunc(x) is exact, so the tie test is too.
+    """
     x = np.asarray(x)
-    return np.where(x >= 0, np.floor(x + 0.5), -np.floor(-x + 0.5))
+    t = np.trunc(x)
+    with np.errstate(invalid="ignore"):          # inf - inf: an infinity stays itself
+        return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
 
 
 def round_half_even(x) -> np.ndarray:
@@ -66,16 +75,6 @@ def quantize_multiplier(d, single_rounding: bool = False) -> tuple[np.ndarray, n
     m = np.where(zero, 0, m)
     e = np.where(zero, 0, e)
     return m, e
-
-
-def quantize_multiplier_smaller_than_one_exp(d) -> tuple[np.ndarray, np.ndarray]:
-    """QuantizeMultiplierSmallerThanOneExp: requires 0 < d < 1; shift <= 0."""
-    return quantize_multiplier(d)
-
-
-def quantize_multiplier_greater_than_one(d) -> tuple[np.ndarray, np.ndarray]:
-    """QuantizeMultiplierGreaterThanOne: requires d > 1; returns a left shift >= 0."""
-    return quantize_multiplier(d)
 
 
 # ----------------------------------------------------------------- rounding steps
@@ -162,9 +161,9 @@ def activation_range(act: str, scale: float, zero_point: int, qmin: int, qmax: i
     Bounds are zero_point + std::round(v / scale) with v / scale in float32.
     """
     act = act or "NONE"
-    if act not in _ACT_RANGES:
-        raise ValueError(f"unknown fused_activation_function {act!r} "
-                         f"(known: {', '.join(_ACT_RANGES)})")
+    if not isinstance(act, str) or act not in _ACT_RANGES:
+        raise QconformError(f"unknown fused_activation_function {act!r} (known: {', '.join(_ACT_RANGES)})",
+                            field="attrs.fused_activation_function", rule="NONE, RELU, RELU6 or RELU_N1_TO_1")
     lo_v, hi_v = _ACT_RANGES[act]
     s = np.float32(scale)
 

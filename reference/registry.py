@@ -56,6 +56,7 @@ def golden(case, scheme: str | Scheme | None = None) -> list[np.ndarray]:
     sch = get_scheme(scheme)
     outs = fn(case, sch)
     from suite.dtypes import DTYPES
+    _check_outputs(case, outs)
     if sch.exact:
         return [np.asarray(o, dtype=np.float64).reshape(spec.shape) for o, spec in zip(outs, case.outputs)]
     result = []
@@ -66,3 +67,24 @@ def golden(case, scheme: str | Scheme | None = None) -> list[np.ndarray]:
             assert arr.min() >= info.qmin and arr.max() <= info.qmax, (case.op, spec.dtype)
         result.append(arr.astype(info.storage).reshape(spec.shape))
     return result
+
+
+def _check_outputs(case, outs) -> None:
+    """The case declares as many outputs as the op makes, each of the size the op computes (and
+    of its very shape when the ranks agree), or one QconformError naming the field: never a
+    reshape error, and never a silent reshape of the golden into a shape the kernel would not give.
+    (A golden may hand back a different rank, e.g. the keep-dims sum of a MEAN without keep_dims.)"""
+    from suite.errors import QconformError
+    if len(outs) != len(case.outputs):
+        raise QconformError(f"{case.op} has {len(outs)} output(s), the case declares {len(case.outputs)}",
+                            field="outputs", rule=f"{case.op} outputs")
+    for i, (o, spec) in enumerate(zip(outs, case.outputs)):
+        got, want = np.shape(o), tuple(int(d) for d in spec.shape)
+        n_got, n_want = int(np.prod(got, dtype=np.int64)), int(np.prod(want, dtype=np.int64))
+        if len(got) == len(want) and got != want:
+            msg = f"must be {list(got)} as {case.op} computes it from the inputs and options (got {list(want)})"
+        elif n_got != n_want:
+            msg = f"{list(want)} holds {n_want} values, {case.op} computes {n_got} from the inputs and options"
+        else:
+            continue
+        raise QconformError(msg, field=f"outputs[{i}].shape", rule=f"{case.op} output shape")

@@ -122,7 +122,10 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
     df = summarize(rows)
     ops = list(dict.fromkeys(r.get("op") for r in rows if r.get("op")))
     targets = list(dict.fromkeys(r.get("target") for r in rows if r.get("target")))
-    s = {(r["op"], r["target"]): r for r in df.to_dict("records")} if len(df) else {}
+    # the matrix, causes and latency are per (op, target): a farm run's summary has a row per device,
+    # which keyed by (op, target) alone would keep only the last device's (a failing one hidden)
+    pairs = summarize([{**r, "device": None} for r in rows]) if "device" in df.columns else df
+    s = {(r["op"], r["target"]): r for r in pairs.to_dict("records")} if len(pairs) else {}
 
     parts: list[str] = []
     run_id = (run_info or {}).get("run_id") or next((r.get("run_id") for r in rows if r.get("run_id")), "?")

@@ -110,6 +110,8 @@ def _fmt(v) -> str:
     import math
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
+    if isinstance(v, float) and math.isinf(v):
+        return str(v)
     if isinstance(v, float):
         if v == int(v) and abs(v) < 1e15:
             return str(int(v))

@@ -19,6 +19,10 @@ for a in "$@"; do
 done
 
 PY=${PYTHON:-python3}
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
+  echo "setup.sh: needs Python >= 3.10 ($PY is $("$PY" --version 2>&1 || echo missing)); set PYTHON=..." >&2
+  exit 2
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
@@ -35,9 +39,9 @@ if [ "$DEV" = 1 ]; then
   command -v adb >/dev/null 2>&1 || need+=(adb)
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
   if [ "${#need[@]}" -gt 0 ]; then
-    if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else SUDO="none"; fi
+    if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO="none"; fi
     if [ "$SUDO" = none ]; then
-      echo "setup.sh: cannot install ${need[*]} (not root, no sudo): the tests that need them will skip" >&2
+      echo "setup.sh: cannot install ${need[*]} (not root, no password-less sudo): the tests that need them will skip" >&2
     else
       export DEBIAN_FRONTEND=noninteractive
       $SUDO apt-get update -qq >/dev/null

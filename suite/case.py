@@ -311,6 +311,8 @@ class _Validator:
                               "scale > 0")
                 if s > 3.4028234663852886e38:   # float32 max: every runtime stores scales as float32
                     self.fail(f"{where}.scale[{i}]", f"{s:g} is beyond the float32 range", "scale is a finite float32")
+                if np.float32(s) == 0:   # below the smallest float32: a runtime would store a zero scale
+                    self.fail(f"{where}.scale[{i}]", f"{s:g} is 0 as a float32", "scale is a finite float32")
             if zp is None:
                 self.fail(f"{where}.zero_point", "is missing (give one per scale)", "zero_point with scale")
             if not isinstance(zp, list) or len(zp) != len(scale):

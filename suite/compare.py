@@ -61,12 +61,18 @@ def compare(want: list[np.ndarray], got: list[np.ndarray] | None, specs) -> Comp
             if g.dtype.kind != "f":
                 c.garbage = f"output {k}: dtype {g.dtype}, expected float32"
                 return c
+            if np.any(np.isnan(g) & ~np.isnan(w)):   # a NaN is garbage, not a distance in ULP
+                c.garbage = f"output {k}: NaN where float32 values are due"
+                return c
             gi, wi = _float_ordinal(g), _float_ordinal(w)
         elif spec.dtype == "bool":
             if g.dtype.kind not in "bui":
                 c.garbage = f"output {k}: dtype {g.dtype}, expected bool"
                 return c
             gi, wi = g.astype(np.int64), w.astype(np.int64)
+            if g.size and (gi.min() < 0 or gi.max() > 1):   # out-of-range codes: garbage, as for integers
+                c.garbage = f"output {k}: values outside the bool range (0, 1)"
+                return c
         else:
             if g.dtype.kind == "f":
                 if not np.all(np.isfinite(g)):

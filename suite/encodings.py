@@ -437,11 +437,20 @@ class _Reader:
             if scale is None or off is None:
                 self.fail(f"{w}.min" if lo is None else f"{w}.max", "is missing",
                           "bitwidth, min and max are required (or scale and offset)")
+            if scale > FLOAT32_MAX or np.float32(scale) == 0:   # the rules of a versioned file's scale, offset
+                self.fail(f"{w}.scale", f"must be a finite float32 number > 0 (got {scale:g})",
+                          "scale > 0 and within float32")
+            if not -(2**bw) < off <= 0:
+                self.fail(f"{w}.offset", f"{off} puts zero outside the {bw}-bit codes",
+                          f"-(2^{bw} - 1) <= offset <= 0")
             notes.append(f"[{i}] no min/max: scale and offset taken as given")
             return Encoding(bw, off * scale, (2**bw - 1 + off) * scale, scale, off, False)
         if lo > hi:
             self.fail(f"{w}.min", f"min {lo} is above max {hi}", "min <= max")
         enc = compute_encoding(vmin=lo, vmax=hi, bitwidth=bw, min_range=self.min_range)
+        if not enc.scale <= FLOAT32_MAX:   # (max - min) / (2^bw - 1) beyond float32 (or inf)
+            self.fail(f"{w}.max", f"the range [{lo:g}, {hi:g}] needs a scale beyond float32",
+                      "scale > 0 and within float32")
         if off is not None and off != enc.offset:
             notes.append(f"[{i}] file offset {off} disagrees with min/max (offset {enc.offset}): "
                          f"scale and offset are recomputed from bitwidth, min and max")
@@ -485,7 +494,7 @@ class _Reader:
             encs = []
             for c, (s, o) in enumerate(zip(scales, offs)):
                 if (isinstance(s, bool) or not isinstance(s, (int, float)) or not _finite(s) or s <= 0
-                        or s > FLOAT32_MAX):
+                        or s > FLOAT32_MAX or np.float32(s) == 0):
                     self.fail(f"{w}.scale[{c}]", f"must be a finite float32 number > 0 (got {json.dumps(s)})",
                               "scale > 0 and within float32")
                 off = self.integer(o, f"{w}.offset[{c}]")

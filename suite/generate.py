@@ -254,13 +254,9 @@ class Gen:
     def bias(self, input_scale: float, weight: Tensor, n: int, magnitude: float = 2.0 ** 12) -> Tensor:
         """An int32 bias with scale input_scale * weight_scale[c] and zero point 0."""
         ws = weight.scale
-        scales = [f32(np.float32(input_scale) * np.float32(s)) for s in ws]
-        if len(scales) == 1 and n > 1:
-            per = [scales[0]]
-        else:
-            per = scales
+        scales = [f32(np.float32(input_scale) * np.float32(s)) for s in ws]   # one per weight scale
         data = self.rng.integers(-int(magnitude), int(magnitude) + 1, size=(n,)).astype(np.int32)
-        return Tensor("int32", (n,), data, per, [0] * len(per), 0, const=True)
+        return Tensor("int32", (n,), data, scales, [0] * len(scales), 0, const=True)
 
     def param(self, values, dtype: str = "int32") -> Tensor:
         arr = np.asarray(values, dtype=DTYPES[dtype].storage)
@@ -298,6 +294,24 @@ class Gen:
         if self.variant in ("sat_hi", "sat_lo"):
             z = int(np.clip(round((d.qmin + d.qmax) / 2), d.qmin, d.qmax))
         return s, z
+
+
+def rounding_inputs(g: Gen, kind: str, m: int, s: int, lo: int, hi: int, count: int) -> np.ndarray | None:
+    """``count`` integers x in [lo, hi] (drawn with ``g``) that MultiplyByQuantizedMultiplier(x, m, s)
+    makes interesting: kind "tie": x * m * 2^(s-31) is exactly k + 1/2; kind "dbl_vs_single": the
+    two-step (default build) and one-step (TFLITE_SINGLE_ROUNDING) results differ away from a tie.
+    None if [lo, hi] holds none."""
+    from reference import arith
+    x = np.arange(lo, hi + 1, dtype=np.int64)
+    total = 31 - s
+    tie = np.mod(x * m, np.int64(1) << total) == (np.int64(1) << (total - 1))
+    if kind == "tie":
+        pick = x[tie]
+    else:
+        pick = x[(arith.mbqm_double(x, m, s) != arith.mbqm_single(x, m, s)) & ~tie]
+    if pick.size == 0:
+        return None
+    return pick[g.rng.integers(0, pick.size, size=count)]
 
 
 def real_values(t: Tensor) -> np.ndarray:

@@ -23,6 +23,7 @@ Wrong shapes, dtypes and NaNs in the outputs are found by :mod:`suite.compare`.
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import select
@@ -89,9 +90,9 @@ def check_outcome(o: Any) -> Outcome:
             o.outputs = [np.asarray(x) for x in o.outputs]
         except Exception as e:
             return Outcome.error(f"target returned outputs that are not arrays: {type(e).__name__}: {e}")
-        try:
-            o.latency_us = [float(x) for x in (o.latency_us or [])]
-        except (TypeError, ValueError):
+        try:   # a NaN or infinite sample is no time (and would break the summaries' medians)
+            o.latency_us = [x for x in (float(v) for v in (o.latency_us or [])) if math.isfinite(x)]
+        except (TypeError, ValueError, OverflowError):
             o.latency_us = []
     return o
 

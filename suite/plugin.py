@@ -177,9 +177,14 @@ def _configure(config):
         raise QconformError(f"must be >= 0 (got {o.latency_cases})", field="--latency-cases")
     if o.scheme is not None:
         from reference import SCHEMES
+        from reference.schemes import kernel_schemes
         if o.scheme not in SCHEMES:
             raise QconformError(f"unknown scheme '{o.scheme}' (known: {', '.join(SCHEMES)})",
                                 field="--scheme")
+        if o.scheme not in kernel_schemes():   # "exact" gives unrounded reals: no code could match them
+            raise QconformError(f"'{o.scheme}' is not a kernel scheme (a run compares codes; known: "
+                                f"{', '.join(kernel_schemes())})", field="--scheme",
+                                rule="the golden of a run is rounded to codes")
     ops = [x.strip() for v in o.ops for x in v.split(",") if x.strip()]
     if ops:
         from .spec import known_ops
@@ -463,7 +468,7 @@ def _finish(session, exitstatus, st, run):
     rows = _current_rows(run)
     if st.get("resume") is not None:   # the exit status of the whole run, recorded rows included
         bad = any(r.get("status") in ("fail", "error", "crash", "timeout", "infra")
-                  and not (r.get("status") == "fail" and r.get("finding")) for r in rows)   # findings: xfail
+                  and not r.get("finding") for r in rows)   # a known finding (any status) is xfail
         if bad and session.exitstatus in (0, 5):
             session.exitstatus = exitstatus = 1
         elif not bad and rows and session.exitstatus == 5:

@@ -92,7 +92,6 @@ class Run:
         from targets import get_target
         self.config = config
         self.policy: Policy = load_policy(config.tolerance_file)
-        self.timing = None
         from targets.base import Timing
         self.timing = Timing(warmup=config.warmup, repeats=config.repeats)
         self.targets = targets if targets is not None else {}

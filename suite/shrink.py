@@ -270,13 +270,20 @@ class ShrinkResult:
 
 
 def make_judge(target: str, tolerance_file: str | None = None, scheme: str | None = None,
-               any_mismatch: bool = False, target_obj=None) -> Callable[[Case], Judgement]:
-    """judge(case) -> Judgement: run the case on the target and give the suite's verdict."""
+               any_mismatch: bool = False, target_obj=None, isolation: str = "process",
+               timeout: float = 60.0) -> Callable[[Case], Judgement]:
+    """judge(case) -> Judgement: run the case on the target and give the suite's verdict.
+
+    As in a run, a native target runs in a worker process (``isolation="process"``,
+    suite/isolation.py): a case that crashes or hangs it is a ``crash`` / ``timeout``
+    judgement, not the end of the shrink. ``judge.close()`` ends the worker and the target.
+    """
     from reference import golden
     from targets import get_target
     from targets.base import Timing
 
     from .compare import compare
+    from .isolation import Isolator, check_outcome, spec_of, wants_isolation
     from .tolerance import load_policy
     t = target_obj if target_obj is not None else get_target(target)
     ok, why = t.availability()
@@ -285,13 +292,15 @@ def make_judge(target: str, tolerance_file: str | None = None, scheme: str | Non
     policy = load_policy(tolerance_file)
     versions = t.versions()
     timing = Timing(warmup=0, repeats=1)
+    iso = (Isolator(t, timeout=timeout) if isolation == "process" and wants_isolation(t)
+           and spec_of(t) is not None else None)
 
     def judge(case: Case) -> Judgement:
         try:
             want = golden(case, scheme)
         except Exception as e:
             return Judgement(False, "invalid", reason=f"golden: {type(e).__name__}: {e}")
-        o = t.safe_run_one(case, timing)
+        o = iso.run([case], timing)[0] if iso is not None else check_outcome(t.safe_run_one(case, timing))
         if o.status == "unsupported":
             return Judgement(False, "unsupported", want, reason=o.reason)
         if o.status != "ok":
@@ -303,9 +312,18 @@ def make_judge(target: str, tolerance_file: str | None = None, scheme: str | Non
         bad = cmp.mismatches > 0 if any_mismatch else not tol.passes(cmp.max_abs_lsb, 100.0 - cmp.exact_pct)
         return Judgement(bad, "fail" if bad else "pass", want, o.outputs, cmp.errors,
                          f"max |err| {cmp.max_abs_lsb:g} LSB, {cmp.mismatches}/{cmp.elements} elements off")
+
+    def close() -> None:
+        if iso is not None:
+            iso.close()
+        try:
+            t.close()
+        except Exception:
+            pass
     judge.target = t  # type: ignore[attr-defined]
     judge.policy = policy  # type: ignore[attr-defined]
     judge.versions = versions  # type: ignore[attr-defined]
+    judge.close = close  # type: ignore[attr-defined]
     return judge
 
 

@@ -203,6 +203,8 @@ def check_case(case) -> list[Violation]:
         tr = r.input_rule(i)
         if tr is not None:
             _check_tensor(case, t, tr, f"inputs[{i}]", bad)
+    if len(case.outputs) != len(r.outputs):   # an output the op does not have is never compared
+        bad(("outputs",), "outputs", f"{case.op} has {len(r.outputs)} output(s), got {len(case.outputs)}")
     for i, t in enumerate(case.outputs):
         if i < len(r.outputs):
             _check_tensor(case, t, r.outputs[i], f"outputs[{i}]", bad)

@@ -134,11 +134,11 @@ def _run_batch(out_fd: int, target, cases, timing, per_case: bool) -> None:
                 send(out_fd, ("outcome", i, _transferable(o, e)))
         return
     outs = guarded(lambda: target.run(cases, timing))
-    if not isinstance(outs, list) or len(outs) != len(cases):
+    if not isinstance(outs, (list, tuple)) or len(outs) != len(cases):   # as the in-process runner
         outs = []
         for c in cases:
             r = guarded(lambda: target.run([c], timing))
-            if isinstance(r, list) and len(r) == 1:
+            if isinstance(r, (list, tuple)) and len(r) == 1:
                 outs.append(r[0])
             elif isinstance(r, Outcome):
                 outs.append(r)

@@ -51,7 +51,11 @@ def load_class(spec: str) -> type[Target]:
     else:
         eps = _entry_points()
         if spec in eps:
-            cls = eps[spec].load()
+            try:
+                cls = eps[spec].load()
+            except Exception as e:
+                raise QconformError(f"cannot load entry point '{spec}' ({eps[spec].value}): {_where(e)}",
+                                    field="--target", rule="entry points must be importable") from None
             return _check_class(cls, spec)
         raise QconformError(f"unknown target '{spec}' (known: {', '.join(known_names())}; "
                             f"or module:Class for your own)", field="--target", rule="target name")
@@ -61,11 +65,22 @@ def load_class(spec: str) -> type[Target]:
     except ImportError as e:
         raise QconformError(f"cannot import module '{mod_name}' for target '{spec}': {e}",
                             field="--target", rule="module:Class must be importable") from None
+    except Exception as e:   # the user's module itself raised (SyntaxError, NameError, ...)
+        raise QconformError(f"importing module '{mod_name}' for target '{spec}' failed: {_where(e)}",
+                            field="--target", rule="module:Class must be importable") from None
     cls = getattr(mod, cls_name, None)
     if cls is None:
         raise QconformError(f"module '{mod_name}' has no class '{cls_name}'", field="--target",
                             rule="module:Class must name a class")
     return _check_class(cls, spec)
+
+
+def _where(e: Exception) -> str:
+    """``Type: message`` and the innermost frame (file:line) where ``e`` was raised."""
+    import traceback
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith("<frozen")]
+    at = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames and not isinstance(e, SyntaxError) else ""
+    return f"{type(e).__name__}: {e}{at}"
 
 
 def _check_class(cls, spec) -> type[Target]:

@@ -183,12 +183,10 @@ class HtpTarget(OrtTarget):
     def _qnn_reason(self, model, devs) -> str:
         """Re-create the failing session with verbose logging and keep QNN's own words."""
         import onnxruntime as ort
-        import onnxruntime_qnn
         so = self.session_options()
         so.log_severity_level = 0
         so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-        so.add_provider_for_devices(devs, {"backend_path": onnxruntime_qnn.get_qnn_htp_path(),
-                                           "htp_performance_mode": self.perf_mode})
+        so.add_provider_for_devices(devs, self.qnn_options())
         lines = _capture_stderr(lambda: ort.InferenceSession(model.content, so))
         import re
         ansi = re.compile(r"\x1b\[[0-9;]*m")

@@ -43,9 +43,11 @@ A bad profile is one QconformError naming the file, the field and the rule.
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 import shutil
+import signal
 import string
 import subprocess
 import tempfile
@@ -133,8 +135,9 @@ def load_profile(path: str | os.PathLike, check_files: bool = True) -> dict[str,
     if not isinstance(p["output_file"], str) or "{tensor}" not in p["output_file"]:
         fail("output_file", "must be a string holding {tensor}")
     _check_placeholders(p["output_file"], PLACEHOLDERS["output_file"], src, "output_file")
-    if not isinstance(p["timeout"], (int, float)) or isinstance(p["timeout"], bool) or not p["timeout"] > 0:   # NaN too
-        fail("timeout", f"must be a number of seconds > 0 (got {p['timeout']!r})")
+    if (not isinstance(p["timeout"], (int, float)) or isinstance(p["timeout"], bool) or not p["timeout"] > 0
+            or not math.isfinite(p["timeout"])):   # NaN and inf too
+        fail("timeout", f"must be a finite number of seconds > 0 (got {p['timeout']!r})")
     if p["device"] is not None and not isinstance(p["device"], str):
         fail("device", "must be a device string such as adb:SERIAL")
     prep = p["prepare"]
@@ -327,7 +330,7 @@ class NetrunTarget(RemoteTarget):
             lines.append(f"export {k}={sub(v, {})}")
         lines.append("{ uname -srm; getprop ro.soc.model; getprop ro.build.version.release; } "
                      "> out/facts.txt 2>/dev/null")
-        per_case = int(round(float(pr["timeout"])))
+        per_case = max(1, int(round(float(pr["timeout"]))))   # `timeout 0` would mean no limit
         for p in prepared:
             tag = p.tag
             extra = {"model": p.entry["model"], "input_list": p.entry["input_list"], "output_dir": f"out/{tag}"}
@@ -379,6 +382,13 @@ class NetrunTarget(RemoteTarget):
         if rc in REMOTE_TIMEOUT_RCS:
             return Outcome.error(f"{tool} killed at its timeout ({self.profile['timeout']} s per case): {tail}",
                                  status="timeout")
+        if 128 < rc < 128 + 65:   # the shell's 128 + n: the tool died of signal n (timeout passes it on)
+            try:
+                sig = signal.Signals(rc - 128).name
+            except ValueError:
+                sig = f"signal {rc - 128}"
+            return Outcome.error(f"{tool} killed by {sig} (exit {rc}) on {self.device.label}: {tail}",
+                                 status="crash")
         if rc != 0:
             return Outcome.error(f"{tool} exited {rc} on {self.device.label}: {tail}")
         outs = []

@@ -296,7 +296,7 @@ def hw_attrs(case, k_hw):
     stride = (int(a.get("stride_h", 1)), int(a.get("stride_w", 1)))
     dil = (int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1)))
     in_hw = case.inputs[0].shape[1:3]
-    pads = same_pads(in_hw, k_hw, stride, dil, a.get("padding", "VALID"))
+    pads = same_pads(in_hw, k_hw, stride, dil, a.get("padding", "SAME"))
     return stride, dil, pads
 
 

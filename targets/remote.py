@@ -417,6 +417,10 @@ class RemoteTarget(Target):
         if cut:
             return resolved, cut, "infra"
         if finished:
+            missing = [p.tag for p, i in zip(batch, idx) if outcomes[i] is None]
+            if missing:   # a counted failure: resubmitting without limit could loop for ever
+                return resolved, (f"device runner finished but left no result for {len(missing)} case(s) "
+                                  f"({', '.join(missing[:5])})"), "infra"
             return resolved, "", ""
         group = [t for t in self.group_in_flight(out) if t not in {p.tag for p, i in zip(batch, idx)
                                                                     if outcomes[i] is not None}]

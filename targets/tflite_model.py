@@ -69,7 +69,7 @@ def _schema():
     return S
 
 
-def build(case, subgraph_only: bool = False):
+def build(case):
     """Serialize a one-op model for ``case``. Raises Unsupported for what it cannot express."""
     S = _schema()
     import flatbuffers

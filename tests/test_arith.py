@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from reference import arith
+from suite.errors import QconformError
 
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 
@@ -157,6 +158,17 @@ def test_round_helpers():
     assert arith.round_half_even(x).tolist() == [0, 2, 2, -0.0, -2, -2, 2, -3]
 
 
+def test_round_half_away_is_std_round_in_float32():
+    # roundf(0.49999997f) = 0, but 0.49999997f + 0.5f is 1.0f (the sum rounds to even);
+    # roundf(8388609.0f) = 8388609 (an integer), but 8388609 + 0.5 rounds to 8388610 in float32;
+    # 4194304.5f is a real tie (float32 holds halves up to 2^23): away from zero
+    x = np.array([0.49999997, -0.49999997, 8388609.0, -8388609.0, 4194304.5, -4194304.5], np.float32)
+    r = arith.round_half_away(x)
+    assert r.dtype == np.float32
+    assert r.tolist() == [0.0, -0.0, 8388609.0, -8388609.0, 4194305.0, -4194305.0]
+    assert arith.round_half_away(np.array([np.inf, -np.inf])).tolist() == [np.inf, -np.inf]
+
+
 # ----------------------------------------------------------------- activation_range
 
 def test_activation_range():
@@ -175,5 +187,7 @@ def test_activation_range():
 
 
 def test_activation_range_rejects_unknown():
-    with pytest.raises(ValueError, match="TANH"):
+    # a case file's option: one clear error naming the field, not a bare ValueError
+    with pytest.raises(QconformError, match="TANH") as e:
         arith.activation_range("TANH", 0.1, 0, -128, 127)
+    assert e.value.field == "attrs.fused_activation_function"

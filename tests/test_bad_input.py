@@ -110,7 +110,8 @@ def test_case_data_length_must_match_the_shape(tmp_path, data, words):
     _raises(load_case, p, source=p, field="inputs[0].data", words=(words, "(rule: len(data) == product(shape))"))
 
 
-@pytest.mark.parametrize("text", ["0", "-0.5", "NaN", "Infinity", "-Infinity", "1e39", "1" + "0" * 400, '"0.5"'])
+@pytest.mark.parametrize("text", ["0", "-0.5", "NaN", "Infinity", "-Infinity", "1e39", "1" + "0" * 400, '"0.5"',
+                                  "1e-50"])
 def test_case_scale_must_be_a_finite_float32_above_zero(tmp_path, text):
     from suite.case import load_case
     raw = json.dumps(CASE).replace('"scale": [0.5]', f'"scale": [{text}]', 1)
@@ -162,6 +163,15 @@ def test_case_that_breaks_its_spec_table_names_the_clause(tmp_path):
     p = _case_file(tmp_path, _set("inputs.1.zero_point", [1, 0]))   # FC weights are symmetric
     e = _raises(load_case_files, [str(p)], source=p, words="(rule: the case must follow its spec table)")
     assert e.field and e.field.startswith("inputs[1]")
+
+
+def test_case_with_an_output_the_op_does_not_have(tmp_path):
+    """An extra output would never be compared (the golden has one): the spec check refuses it."""
+    from suite.runner import load_case_files
+    p = _case_file(tmp_path, lambda d: d["outputs"].append(dict(d["outputs"][0])))
+    e = _raises(load_case_files, [str(p)], source=p, field="outputs",
+                words=("FULLY_CONNECTED has 1 output(s), got 2", "(rule: the case must follow its spec table)"))
+    assert "[litert-int8/FULLY_CONNECTED/outputs]" in str(e)
 
 
 def test_case_files_on_the_command_lines(run_suite, qconform_cli, tmp_path):
@@ -316,6 +326,15 @@ ENC = {"activation_encodings": {"x": [{"bitwidth": 8, "min": -1.0, "max": 1.0}]}
     (lambda d: d["activation_encodings"]["x"][0].update(min=10**400), "activation_encodings.x[0].min",
      "finite number"),
     (lambda d: d.update(version=2), "version", "not a known encodings version"),
+    # scale and offset without min/max: the rules of a versioned file's scale and offset
+    (lambda d: d["activation_encodings"].update(x=[{"bitwidth": 8, "scale": 0.1, "offset": 5}]),
+     "activation_encodings.x[0].offset", "zero outside the 8-bit codes"),
+    (lambda d: d["activation_encodings"].update(x=[{"bitwidth": 8, "scale": 0.1, "offset": -256}]),
+     "activation_encodings.x[0].offset", "zero outside the 8-bit codes"),
+    (lambda d: d["activation_encodings"].update(x=[{"bitwidth": 8, "scale": 1e39, "offset": -3}]),
+     "activation_encodings.x[0].scale", "within float32"),
+    (lambda d: d["activation_encodings"]["x"][0].update(min=-1e308, max=1e308), "activation_encodings.x[0].max",
+     "within float32"),
 ])
 def test_encodings_rules(tmp_path, edit, field, words):
     from suite.encodings import read_encodings

@@ -248,3 +248,13 @@ def test_generated_cases_are_bit_exact_on_litert_reference_kernels(op):
             idx = tuple(int(i) for i in np.argwhere(got != want)[0])
             pytest.fail(f"{c.id}: {int((got != want).sum())}/{want.size} elements differ; first at index "
                         f"{list(idx)}: got {got[idx]}, want {want[idx]}")
+
+
+def test_option_of_the_wrong_type_is_one_clear_error():
+    for op, attrs in (("SOFTMAX", {"beta": "1"}), ("LEAKY_RELU", {"alpha": None})):
+        c = case(op, [1, 2], 0.1, 0, 0.1 if op == "LEAKY_RELU" else None, 0 if op == "LEAKY_RELU" else None)
+        c.attrs.update(attrs)
+        for scheme in ("tflite-ref-double", "ort-fp32-rne"):
+            with pytest.raises(QconformError) as e:
+                golden(c, scheme)
+            assert e.value.field == f"attrs.{next(iter(attrs))}"

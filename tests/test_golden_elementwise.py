@@ -415,3 +415,48 @@ def test_generated_cases_bit_exact_on_tflite_ref(op, tflite_ref):
             assert not np.array_equal(got, want), c.id
         else:  # pragma: no cover
             pytest.fail(f"{c.id}: unexpected finding {f.id}")
+
+
+# =========================================================================== case-file mistakes
+
+def test_output_shape_the_op_does_not_compute_is_one_clear_error():
+    from suite.errors import QconformError
+    a, b = t8(np.arange(6).reshape(2, 3), 0.1, 0), t8(np.arange(6).reshape(2, 3), 0.1, 0)
+    for shape in [(2, 3, 2), (3, 2), (6,)]:      # wrong size; right size, other order; other rank
+        c = binary("ADD", a, b, 0.2, 0)
+        c.outputs[0].shape = shape
+        if shape == (6,):
+            assert golden(c)[0].shape == (6,)    # a golden of another rank is laid out as declared
+            continue
+        with pytest.raises(QconformError) as e:
+            golden(c)
+        assert e.value.field == "outputs[0].shape", str(e.value)
+    c = binary("ADD", a, b, 0.2, 0)
+    c.outputs.append(out8((2, 3), 0.2, 0))
+    with pytest.raises(QconformError, match="1 output"):
+        golden(c)
+
+
+def test_bad_options_and_axes_are_one_clear_error():
+    from suite.errors import QconformError
+    c = binary("ADD", t8([1, 2], 0.1, 0), t8([3, 4], 0.1, 0), 0.2, 0, act="TANH")
+    with pytest.raises(QconformError, match="TANH"):
+        golden(c)
+    x = t8([1, 5, 5, 7, 7, 2, 3, 1, 1], 0.1, 0, (3, 3))
+    for axis in (2, -3):
+        c = arg("ARG_MAX", x, 0)
+        c.inputs[1].data = np.array([axis], np.int32)
+        with pytest.raises(QconformError, match=r"\[-2, 1\]") as e:
+            golden(c)
+        assert e.value.field == "inputs[1].data"
+
+
+def test_qconform_golden_reports_a_bad_case_in_one_line(tmp_path, capsys):
+    from suite.case import save_case
+    from suite.cli import main
+    c = binary("ADD", t8([1, 2, 3], 0.1, 0), t8([3, 4, 5], 0.1, 0), 0.2, 0)
+    c.outputs[0].shape = (4,)
+    p = save_case(c, tmp_path / "add.json")
+    assert main(["golden", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("qconform: error:") and "outputs[0].shape" in err and "Traceback" not in err

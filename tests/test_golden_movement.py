@@ -277,3 +277,17 @@ def test_xnnpack_concatenation_finding_still_holds():
     assert o.status == "ok", o.reason
     raw = np.concatenate([np.asarray(t.data) for t in c.inputs], axis=int(c.attrs["axis"]))
     assert np.array_equal(o.outputs[0], raw) and not np.array_equal(raw, g(c))
+
+
+def test_option_of_the_wrong_type_is_one_clear_error():
+    x = act([[1, 2, 3], [4, 5, 6]])
+    for attrs, field in [({"axis": "1"}, "attrs.axis"), ({"axis": 1, "batch_dims": 0.5}, "attrs.batch_dims")]:
+        with pytest.raises(QconformError) as e:
+            g(case("GATHER", [x, param([0])], (2, 1), **attrs))
+        assert e.value.field == field
+    with pytest.raises(QconformError) as e:
+        g(ss(act(np.arange(10)), [0], [5], [1], (5,), new_axis_mask=-1))
+    assert e.value.field == "attrs.new_axis_mask"
+    with pytest.raises(QconformError) as e:
+        g(case("SQUEEZE", [act(np.zeros((1, 2)))], (2,), squeeze_dims=["0"]))
+    assert e.value.field == "attrs.squeeze_dims"

@@ -279,8 +279,22 @@ def test_sum_finding_still_holds_on_tflite_ref():
     c = reduce_case("SUM", [[1, 2, 3, 10], [-1, -2, -3, -10]], [1], (2,))
     (o,) = _run_ref([c])
     assert o.status == "ok", o.reason
-    assert o.outputs[0].tolist() == [16, -1]          # golden (spec): [16, -16]
+    # the finding's arithmetic: row 2 read as uint8 is 255 + 254 + 253 + 246 = 1008, clamped to
+    # 255, stored as int8 -1 (the golden, i.e. the spec: [16, -16])
+    assert o.outputs[0].tolist() == [16, -1]
     # cases whose codes and results are all non-negative agree with the golden
     c = reduce_case("SUM", [[1, 2, 3, 10], [5, 6, 7, 8]], [1], (2,))
     (o,) = _run_ref([c])
     assert o.outputs[0].tolist() == g(c).tolist() == [16, 26]
+
+
+def test_bad_options_and_output_shapes_are_one_clear_error():
+    c = pool("AVERAGE_POOL_2D", [[1, 2], [3, 4]], (1, 2))
+    c.attrs["filter_height"] = "2"
+    with pytest.raises(QconformError) as e:
+        g(c)
+    assert e.value.field == "attrs.filter_height"
+    # MEAN of [2, 3, 4] over axis 2: [2, 3], not the same count of values in another order
+    c = reduce_case("MEAN", np.zeros((2, 3, 4)), [2], (3, 2))
+    with pytest.raises(QconformError, match=r"\[2, 3\]"):
+        g(c)

@@ -137,6 +137,23 @@ def test_check_outcomes_names_what_is_wrong():
     outs = check_outcomes([Outcome.ok([np.zeros(1)])], 2)
     assert [o.status for o in outs] == ["error", "error"] and "1 outcomes for 2 cases" in outs[0].reason
     assert "NoneType for 1 cases" in check_outcomes(None, 1)[0].reason
+    # latency samples that are no time (NaN, inf) are dropped: they would break the summaries' medians
+    assert check_outcome(Outcome.ok([np.zeros(1)], [2.0, float("inf"), float("nan"), 3.0])).latency_us == [2.0, 3.0]
+
+
+def test_nan_in_a_float32_output_is_garbage():
+    """NaN where float32 values are due (DEQUANTIZE) is an ``error``, not a distance in ULP."""
+    from suite.case import Tensor
+    from suite.compare import compare
+    spec = [Tensor("float32", (3,))]
+    want = [np.array([1.0, 2.0, 3.0], np.float32)]
+    assert "NaN" in compare(want, [np.array([1.0, np.nan, 3.0], np.float32)], spec).garbage
+    one_ulp = compare(want, [np.array([1.0, np.nextafter(np.float32(2), np.float32(3)), 3.0], np.float32)], spec)
+    assert one_ulp.garbage is None and (one_ulp.mismatches, one_ulp.max_abs_lsb) == (1, 1.0)
+    # a comparison's bool output: 2 is no answer at all (error), 0 for 1 a wrong one (fail)
+    spec, want = [Tensor("bool", (2,))], [np.array([True, False])]
+    assert "bool range" in compare(want, [np.array([2, 0], np.int8)], spec).garbage
+    assert compare(want, [np.array([0, 0], np.int8)], spec).mismatches == 1
 
 
 def test_worker_dies_with_its_parent(tmp_path):

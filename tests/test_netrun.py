@@ -55,8 +55,10 @@ def _same(want, got, tool_rejects=False):
     if tool_rejects:
         gs = [("unsupported" if g == "error" and w == "unsupported" else g) for w, g in zip(ws, gs)]
     assert gs == ws, [o.reason for o in got]
+    assert "ok" in ws                               # else two broken runs would agree vacuously
     for a, b in zip(want, got):
         if a.status == "ok":
+            assert len(a.outputs) == len(b.outputs)
             assert all(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a.outputs, b.outputs))
 
 
@@ -121,6 +123,13 @@ def test_tool_failure_and_timeout_are_verdicts(tmp_path, cases):
     slow = profile(tmp_path, "slow.toml", command='["sleep", "30"]', timeout="1")
     outs = NetrunTarget(str(slow), f"local:{tmp_path / 'd2'}").run(cases[:2], TIMING)
     assert {o.status for o in outs} == {"timeout"} and "timeout (1 s per case)" in outs[0].reason
+    # a tool that dies of a signal is that case's crash, with the signal named
+    segv = profile(tmp_path, "segv.toml", command='["sh", "-c", "kill -SEGV $$"]')
+    outs = NetrunTarget(str(segv), f"local:{tmp_path / 'd3'}").run(cases[:2], TIMING)
+    assert {o.status for o in outs} == {"crash"} and "SIGSEGV" in outs[0].reason
+    # a sub-second per-case timeout is still a limit (`timeout 0` would be none)
+    short = NetrunTarget(str(profile(tmp_path, "short.toml", timeout="0.2")), "local")
+    assert "timeout -k 5 1 " in short.script([short.prepare(cases[0], "c0000")])
 
 
 def test_script_quotes_every_token(tmp_path, cases):
@@ -140,6 +149,7 @@ def test_script_quotes_every_token(tmp_path, cases):
     ('format = "qconform-netrun/1"\nmodel_format = "onnx"\ncommand = ["x"]\noutput_file = "a.raw"', "output_file"),
     ('format = "qconform-netrun/1"\nmodel_format = "onnx"\ncommand = ["x"]\ncolour = 1', "colour"),
     ('format = "qconform-netrun/1"\nmodel_format = "onnx"\ncommand = ["x"]\ntimeout = 0', "timeout"),
+    ('format = "qconform-netrun/1"\nmodel_format = "onnx"\ncommand = ["x"]\ntimeout = inf', "timeout"),
     ('format = "qconform-netrun/1"\nmodel_format = "onnx"\ncommand = ["x"]\nenv = { "A B" = "1" }', "env.A B"),
     ('format = [', None),
 ])

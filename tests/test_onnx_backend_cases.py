@@ -149,9 +149,15 @@ def test_every_op_has_cases():
 
 
 def test_golden_rejects_a_wrong_expectation():
-    """A perturbed expected output is caught (the comparison can fail)."""
-    name, node, in_types, out_types, ins, outs = next(c for c in node_cases() if c[0] == "test_quantizelinear")
-    got = _run(node, in_types, out_types, ins)[0]
-    want = _as_array(outs[0], out_types[0]).copy()
-    want[0] += 1
-    assert np.any(got != want)
+    """test_node_case's comparison can fail: it passes on a shipped case and raises on the same
+    case with one expected code off by one, and on a float output one ULP off."""
+    for case_name in ("test_quantizelinear", "test_dequantizelinear"):
+        name, node, in_types, out_types, ins, outs = next(c for c in node_cases() if c[0] == case_name)
+        test_node_case(name, node, in_types, out_types, ins, outs)
+        want = _as_array(outs[0], out_types[0]).copy()
+        if out_types[0] in INT_TYPES:
+            want.flat[0] += 1
+        else:
+            want.flat[0] = np.nextafter(want.flat[0], np.inf, dtype=want.dtype)
+        with pytest.raises(AssertionError, match="differ"):
+            test_node_case(name, node, in_types, out_types, ins, [want] + list(outs[1:]))

@@ -148,6 +148,18 @@ def test_crashing_runner_gives_crash_for_that_case_only(tmp_path, merged):
     assert "died" in outs[2].reason
 
 
+def test_runner_that_finishes_without_a_result_is_bounded_infra(tmp_path):
+    """A runner that prints its completion line but leaves a case without a result: counted as a
+    failed attempt (bounded by retries), never resubmitted for ever."""
+    cases = generate(["ADD"], 3, 0)[:3]
+    r = RemoteTarget("ort", f"local:{tmp_path / 'dev'}?python={PY}&retries=1")
+    seen = r.case_done
+    r.case_done = lambda out, p: p.tag != "c0001" and seen(out, p)   # c0001's result never arrives
+    outs = r.run(cases, TIMING)
+    assert [o.status for o in outs] == ["ok", "infra", "ok"]
+    assert "left no result" in outs[1].reason and outs[1].info["retries"] == 1
+
+
 def test_missing_python_on_the_device_is_infra(tmp_path):
     cases = generate(["ADD"], 2, 0)
     r = RemoteTarget("ort", f"local:{tmp_path / 'dev'}?python=/nonexistent/python3&retries=0")

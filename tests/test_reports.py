@@ -87,6 +87,17 @@ def test_summary_has_best_scheme_and_cause_columns():
     assert r["cause_tie"] == 2 and r["cause_unexplained"] == 0
 
 
+def test_html_matrix_of_a_farm_run_counts_every_device(tmp_path):
+    """Rows of several devices: the op x target cell shows the failure of one, not the last device's pass."""
+    from reports.html import build_html
+    base = {"run_id": "r", "case_id": "ADD-x-000", "op": "ADD", "target": "htp", "sum_err_lsb": 0, "p50_us": 1.0}
+    rows = [dict(base, device="ssh:a", status="fail", elements=10, mismatches=5, max_abs_lsb=3.0),
+            dict(base, device="ssh:b", status="pass", elements=10, mismatches=0, max_abs_lsb=0.0)]
+    text = build_html(tmp_path, rows, {"run_id": "r", "finished": "x"}, None)
+    cell = re.search(r'id="matrix">.*?</table>', text).group(0)
+    assert 'class="cell failing"' in cell and "1/2" in cell and "1 failed" in cell, cell
+
+
 # ----------------------------------------------------------------------------- a real run
 
 @pytest.fixture(scope="module")
@@ -96,7 +107,7 @@ def run_dir(tmp_path_factory):
     import sys
     from tests.conftest import ROOT
     rd = tmp_path_factory.mktemp("report")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--report-dir", str(rd),
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--report-dir={rd}",
            "--target=ref,tests.helper_targets:WrongTarget", "--ops", "ADD,MUL", "--cases-per-op", "5"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=dict(os.environ))
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]   # WrongTarget fails some cases

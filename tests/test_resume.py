@@ -106,7 +106,7 @@ def test_resume_refuses_other_options_and_non_run_folders(run_suite, tmp_path):
     assert proc.returncode == 0
     for args, words in [(("--seed", "6"), "--seed 6 (the run had 5)"),
                         (("--cases-per-op", "3"), "--cases-per-op 3 (the run had 2)"),
-                        (("--scheme", "exact"), "--scheme exact (the run had tflite-ref-double)"),
+                        (("--scheme", "ort-fp32-rne"), "--scheme ort-fp32-rne (the run had tflite-ref-double)"),
                         (("--ops", "MUL"), "--ops MUL (the run had ADD)")]:
         p, _ = run_suite(f"--resume={rd}", *args)
         assert p.returncode == 4, p.stdout + p.stderr

@@ -109,10 +109,17 @@ def test_shrink_halves_when_no_single_element_fails():
     case = next(c for c in (make_case("ADD", "sat_hi", i) for i in range(2))
                 if int((golden(c)[0] == 127).sum()) >= 4)
 
+    tried_one = []
+
     def judge(c):
-        n = int((golden(c)[0] == 127).sum())
-        return Judgement(n >= 2, "fail" if n >= 2 else "pass", golden(c), reason=f"{n} saturated")
+        sat = golden(c)[0] == 127
+        n = int(sat.sum())
+        tried_one.append(c.outputs[0].size == 1)
+        # errors at the saturated elements: the search first tries each alone (and none fails alone)
+        return Judgement(n >= 2, "fail" if n >= 2 else "pass", golden(c), errors=[sat.astype(np.int64)],
+                         reason=f"{n} saturated")
     res = shrink(case, judge)
+    assert any(tried_one)
     assert (golden(res.case)[0] == 127).sum() >= 2
     assert res.case.outputs[0].size < case.outputs[0].size
     assert res.steps and res.runs <= 200
@@ -136,3 +143,24 @@ def test_shrink_cli_errors(tmp_path, qconform_cli):
     assert p.returncode == 2 and "--target" in p.stderr
     p = qconform_cli("shrink", str(src), "--target", "ref")
     assert p.returncode == 2 and "does not fail" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_shrink_of_a_crashing_case_survives_the_crash(tmp_path):
+    """A crash failure file (segfault in the kernel) shrinks like any failure: the target runs in a
+    worker process, so each crash is the judgement of that sub-case, not the end of `qconform shrink`."""
+    import os
+    import subprocess
+    import sys
+    from tests.conftest import ROOT
+    _needs("ADD")
+    case = make_case("ADD", "random", 0)
+    src = save_case(case, tmp_path / "crash.json")
+    out = tmp_path / "small.json"
+    env = dict(os.environ, QCONFORM_FAULTS=json.dumps({case.id: "segv"}))   # sub-cases keep the id
+    p = subprocess.run([sys.executable, "-m", "suite", "shrink", str(src), "--target", "tests.fault_targets:Faulty",
+                        "--max-runs", "6", "-o", str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["shrink"]["verdict"] == "crash" and "SIGSEGV" in doc["shrink"]["reason"]
+    assert elements(load_case(out)) < elements(case)

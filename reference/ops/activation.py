@@ -33,7 +33,7 @@ from suite.dtypes import DTYPES
 from suite.errors import QconformError
 
 from .. import arith
-from ..common import q, qrange, scale, zp
+from ..common import attr_float, q, qrange, scale, zp
 from ..registry import register
 
 I32_MIN, I32_MAX = arith.INT32_MIN, arith.INT32_MAX
@@ -152,7 +152,7 @@ def fp_exp_on_negative_values(a, integer_bits: int):
     remainder = a_mod - a
     for k, mult in _EXP_BARREL:
         if integer_bits > k:
-            result = _select((remainder >> (frac + k)) & 1 == 1, _mul(result, mult), result)
+            result = _select(((remainder >> (frac + k)) & 1) == 1, _mul(result, mult), result)
     if integer_bits > 5:
         result = _select(a < -(1 << (36 - integer_bits)), 0, result)    # below -32: zero
     return _select(a == 0, I32_MAX, result)
@@ -328,7 +328,7 @@ def softmax_exp_sums(codes, beta: float, input_scale: float, single: bool = Fals
 
 def _softmax_fixed(case, scheme) -> np.ndarray:
     inp, out = case.inputs[0], case.outputs[0]
-    beta = float(case.attrs.get("beta", 1.0))
+    beta = attr_float(case, "beta", 1.0)
     single = scheme.single_rounding
     m, ls, diff_min = softmax_params(beta, scale(inp), single, _fixed_multiplier_precision(scheme))
     _, e_t, part_t = _exp_table(m, ls, diff_min, single, _ncodes(inp.dtype))
@@ -370,7 +370,7 @@ def softmax(case, scheme):
     ft = scheme.ftype
     inp = case.inputs[0]
     # beta folded into the dequantization scale, as the ONNX mapping does: (q - z) * f32(s * beta)
-    sb = np.float32(np.float32(scale(inp)) * np.float32(case.attrs.get("beta", 1.0)))
+    sb = np.float32(np.float32(scale(inp)) * np.float32(attr_float(case, "beta", 1.0)))
     x = (q(inp) - zp(inp)).astype(ft) * ft(sb)
     ex = np.exp(x - x.max(axis=-1, keepdims=True))
     y = ex / ex.sum(axis=-1, keepdims=True, dtype=ft)
@@ -635,7 +635,7 @@ def leaky_relu(case, scheme):
     Float schemes: where(x >= 0, x, alpha * x) in scheme.ftype, then quantize.
     """
     inp, out = case.inputs[0], case.outputs[0]
-    alpha = np.float32(case.attrs.get("alpha", 0.2))
+    alpha = np.float32(attr_float(case, "alpha", 0.2))
     lo, hi = qrange(out)
     f = np.float32
     if scheme.is_fixed:

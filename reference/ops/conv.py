@@ -45,7 +45,7 @@ import numpy as np
 from suite.errors import QconformError
 
 from .. import arith
-from ..common import act_range, q, qrange, scale, zp
+from ..common import act_range, attr_int, q, qrange, scale, zp
 from ..registry import register
 
 _F32_EXACT = 2 ** 24
@@ -116,14 +116,6 @@ def _bias(case, idx: int, n: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- attributes
 
-def _attr_int(case, name: str, default: int, lo: int = 1) -> int:
-    v = case.attrs.get(name, default)
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-        raise QconformError(f"must be an integer >= {lo} (got {v!r})", field=f"attrs.{name}",
-                            rule=f"{case.op} option")
-    return int(v)
-
-
 def _padding(case) -> str:
     p = case.attrs.get("padding", "SAME")   # LiteRT schema default (Padding enum 0)
     if p not in ("SAME", "VALID"):
@@ -134,11 +126,11 @@ def _padding(case) -> str:
 
 def conv_geometry(case):
     """(stride_hw, dilation_hw, padding) of a CONV_2D / DEPTHWISE_CONV_2D / TRANSPOSE_CONV case."""
-    stride = (_attr_int(case, "stride_h", 1), _attr_int(case, "stride_w", 1))
+    stride = (attr_int(case, "stride_h", 1, lo=1), attr_int(case, "stride_w", 1, lo=1))
     if case.op == "TRANSPOSE_CONV":
         dil = (1, 1)
     else:
-        dil = (_attr_int(case, "dilation_h_factor", 1), _attr_int(case, "dilation_w_factor", 1))
+        dil = (attr_int(case, "dilation_h_factor", 1, lo=1), attr_int(case, "dilation_w_factor", 1, lo=1))
     return stride, dil, _padding(case)
 
 

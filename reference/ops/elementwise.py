@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from suite.dtypes import DTYPES
+from suite.errors import QconformError
 
 from .. import arith
 from ..common import act_range, q, qrange, scale, zp
@@ -303,10 +304,13 @@ def _arg(case, scheme, fn):
     the first occurrence too.
     """
     x = case.inputs[0]
-    axis = int(np.asarray(case.inputs[1].data).ravel()[0])
+    a = np.asarray(case.inputs[1].data).ravel() if len(case.inputs) > 1 and case.inputs[1].data is not None \
+        else np.zeros(0)
     rank = len(x.shape)
-    if axis < 0:
-        axis += rank
+    if a.size != 1 or not -rank <= int(a[0]) < rank:
+        raise QconformError(f"must hold one axis in [-{rank}, {rank - 1}] for a rank-{rank} input "
+                            f"(got {a.tolist()})", field="inputs[1].data", rule=f"{case.op} axis")
+    axis = int(a[0]) % rank
     res = fn(q(x), axis=axis)
     if scheme.exact:
         return [res.astype(np.float64)]

@@ -19,7 +19,7 @@ import numpy as np
 
 from suite.errors import QconformError
 
-from ..common import act_range, q
+from ..common import act_range, attr_int, attr_ints, q
 from ..registry import register
 
 
@@ -87,7 +87,7 @@ def reshape_target_shape(case) -> list[int]:
         if "new_shape" not in case.attrs:
             raise _bad(case, "attrs.new_shape", "no 1-D int32 shape input and no new_shape option",
                        "RESHAPE takes its shape from input 1 or the new_shape option")
-        new = [int(v) for v in case.attrs["new_shape"]]
+        new = attr_ints(case, "new_shape")
         if new == [0]:
             new = []   # legacy models: [0] means a scalar
     n_in = int(np.prod(x.shape, dtype=np.int64))
@@ -122,7 +122,7 @@ def squeeze(case, scheme):
     every size-1 dim when ``squeeze_dims`` is empty or absent."""
     _same_qparams(case)
     x = _codes(case.inputs[0])
-    dims = [int(d) for d in (case.attrs.get("squeeze_dims") or [])]
+    dims = attr_ints(case, "squeeze_dims")
     if x.ndim > 8:
         raise _bad(case, "inputs[0].shape", f"rank {x.ndim}", "SQUEEZE input rank <= 8")
     if not dims:
@@ -155,7 +155,7 @@ def concatenation(case, scheme):
     rank = xs[0].ndim
     if rank == 0:
         raise _bad(case, "inputs[0].shape", "scalar inputs", "non-constant CONCATENATION inputs have rank >= 1")
-    axis = _axis(case, int(case.attrs.get("axis", 0)), rank, "attrs.axis")
+    axis = _axis(case, attr_int(case, "axis", 0), rank, "attrs.axis")
     for i, x in enumerate(xs[1:], 1):
         if x.ndim != rank or any(a != b for d, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if d != axis):
             raise _bad(case, f"inputs[{i}].shape", f"{list(x.shape)} does not match {list(xs[0].shape)} "
@@ -193,8 +193,8 @@ def gather(case, scheme):
     _same_qparams(case, [0])
     x = _codes(case.inputs[0])
     idx = _param(case, 1, "indices")
-    axis = _axis(case, int(case.attrs.get("axis", 0)), x.ndim, "attrs.axis")
-    bd = int(case.attrs.get("batch_dims", 0))
+    axis = _axis(case, attr_int(case, "axis", 0), x.ndim, "attrs.axis")
+    bd = attr_int(case, "batch_dims", 0)
     if bd < 0:
         bd += idx.ndim
     if not (0 <= bd <= axis and bd < x.ndim and bd <= idx.ndim) or x.shape[:bd] != idx.shape[:bd]:
@@ -265,8 +265,8 @@ def strided_slice_plan(case):
     if not (begin.size == end.size == strides.size):
         raise _bad(case, "inputs[2]", "begin, end and strides differ in length",
                    "len(begin) == len(end) == len(strides)")
-    em, nm = int(a.get("ellipsis_mask", 0)), int(a.get("new_axis_mask", 0))
-    bm, endm, sm = int(a.get("begin_mask", 0)), int(a.get("end_mask", 0)), int(a.get("shrink_axis_mask", 0))
+    em, nm = attr_int(case, "ellipsis_mask", 0, lo=0), attr_int(case, "new_axis_mask", 0, lo=0)
+    bm, endm, sm = (attr_int(case, k, 0, lo=0) for k in ("begin_mask", "end_mask", "shrink_axis_mask"))
     offset = bool(a.get("offset", False))
     in_shape = list(x.shape)
     in_dims, count = len(in_shape), int(begin.size)
@@ -437,7 +437,7 @@ def space_to_depth(case, scheme):
     in[n, h * b + bh, w * b + bw, c]."""
     _same_qparams(case)
     x = _codes(case.inputs[0])
-    b = int(case.attrs.get("block_size", 0))
+    b = attr_int(case, "block_size", 0)
     if x.ndim != 4 or b <= 0 or x.shape[1] % b or x.shape[2] % b:
         raise _bad(case, "attrs.block_size", f"block_size {b} for input {list(x.shape)}",
                    "4-D input, block_size > 0 divides H and W")

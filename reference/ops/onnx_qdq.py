@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import onnx_ops
+from ..common import attr_int
 from ..registry import register
 
 
@@ -23,7 +24,7 @@ def qparams(case, t) -> tuple[np.ndarray, np.ndarray, int, int]:
     """
     s = np.asarray(t.scale, dtype=np.float32)
     z = np.asarray(t.zero_point, dtype=np.int64)
-    block = int(case.attrs.get("block_size", 0) or 0)
+    block = 0 if case.attrs.get("block_size") is None else attr_int(case, "block_size", 0, lo=0)
     if t.scale_shape is not None:
         return s.reshape(t.scale_shape), z.reshape(t.scale_shape), t.quantized_dimension, block
     if len(s) == 1:

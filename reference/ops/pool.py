@@ -15,7 +15,7 @@ import numpy as np
 from suite.errors import QconformError
 
 from .. import arith
-from ..common import act_range, q, qrange, scale, zp
+from ..common import act_range, attr_int, q, qrange, scale, zp
 from ..registry import register
 
 INT32_MAX = arith.INT32_MAX
@@ -54,7 +54,7 @@ def pool_geometry(case, in_size: int, filt: int, stride: int, dim: str) -> tuple
     """(output size, leading padding) of one spatial dimension, as LiteRT's
     ComputePaddingHeightWidth: SAME -> ceil(in / stride), VALID -> (in - f + stride) / stride;
     padding = max((out - 1) * stride + f - in, 0) / 2 (the odd extra goes after)."""
-    pad_mode = case.attrs.get("padding", "VALID")
+    pad_mode = case.attrs.get("padding", "SAME")   # LiteRT schema default (Padding enum 0)
     if filt < 1:
         _bad(case, f"attrs.filter_{'height' if dim == 'h' else 'width'}", f"must be >= 1 (got {filt})",
              "pool window sizes are positive")
@@ -77,9 +77,8 @@ def _pool_setup(case):
     x, out = case.inputs[0], case.outputs[0]
     if len(x.shape) != 4:
         _bad(case, "inputs[0].shape", f"must be NHWC (rank 4), got {list(x.shape)}", "pooling input is 4-D")
-    a = case.attrs
-    fh, fw = int(a.get("filter_height", 1)), int(a.get("filter_width", 1))
-    sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
+    fh, fw = attr_int(case, "filter_height", 1), attr_int(case, "filter_width", 1)
+    sh, sw = _pool_strides(case)
     n, h, w, c = x.shape
     oh, ph = pool_geometry(case, h, fh, sh, "h")
     ow, pw = pool_geometry(case, w, fw, sw, "w")
@@ -121,7 +120,7 @@ def _window_sums(codes, dtype, fill: int, combine, taps_hw, starts, strides, hw)
 
 
 def _pool_strides(case):
-    return int(case.attrs.get("stride_h", 1)), int(case.attrs.get("stride_w", 1))
+    return attr_int(case, "stride_h", 1), attr_int(case, "stride_w", 1)
 
 
 @register("AVERAGE_POOL_2D")
@@ -191,7 +190,7 @@ def _reduce_setup(case):
     shape = x.shape
     want = tuple(1 if i in axes else d for i, d in enumerate(shape)) if keep else \
         tuple(d for i, d in enumerate(shape) if i not in axes)
-    if int(np.prod(want, dtype=np.int64)) != out.size:
+    if tuple(out.shape) != want:
         _bad(case, "outputs[0].shape", f"is {list(out.shape)}, the reduction gives {list(want)}",
              "output shape = input shape without (or with size-1) reduced axes")
     n = int(np.prod([shape[a] for a in axes], dtype=np.int64)) if axes else 1

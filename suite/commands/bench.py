@@ -91,11 +91,15 @@ def main(args) -> int:
 
     if "golden" in parts:
         from benchmarks.cases import OPS
-        gops = ops if ops and all(o in OPS for o in ops) else None
+        gops = [o for o in ops if o in OPS] if ops else None   # --ops: only those with a benchmark case
         print("\n== golden vs tflite-ref (one case per op, single-threaded, median of interleaved rounds)",
               flush=True)
-        rows = golden.run(gops, scale=args.golden_scale, repeats=args.repeats)
-        print(golden.table(rows), flush=True)
+        if ops and len(gops) < len(ops):
+            print(f"  no golden benchmark case for {', '.join(o for o in ops if o not in OPS)} "
+                  f"(cases: {', '.join(OPS)})", flush=True)
+        rows = golden.run(gops, scale=args.golden_scale, repeats=args.repeats) if gops != [] else []
+        if rows:
+            print(golden.table(rows), flush=True)
         out["golden"] = [r.as_dict() for r in rows]
 
     if "throughput" in parts:
@@ -132,6 +136,9 @@ def main(args) -> int:
         out["suite"] = [r.as_dict() for r in rows]
 
     if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+        try:
+            Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+        except OSError as e:
+            raise QconformError(f"cannot write {args.json}: {e.strerror}", field="--json") from None
         print(f"\nwritten: {args.json}")
     return 0

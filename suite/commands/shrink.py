@@ -24,6 +24,8 @@ def register(sub):
     p.add_argument("--any-mismatch", action="store_true",
                    help="shrink while any element differs (default: while the verdict is a failure)")
     p.add_argument("--max-runs", type=int, default=200, metavar="N", help="target runs at most (default 200)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="per-run time limit of a target in a worker process (default 60): a hang is a timeout")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=run)
 
@@ -49,15 +51,19 @@ def run(args) -> int:
         raise QconformError("name the target (--target X): the case file does not say", field="--target")
     if args.max_runs < 1:
         raise QconformError(f"must be >= 1 (got {args.max_runs})", field="--max-runs")
-    judge = make_judge(target, args.tolerance, args.scheme, args.any_mismatch)
+    if args.scheme is not None:   # else every sub-case "does not fail": the golden raises on an unknown name
+        from reference.schemes import kernel_schemes
+        if args.scheme not in kernel_schemes():
+            raise QconformError(f"unknown or non-kernel scheme '{args.scheme}' (known: "
+                                f"{', '.join(kernel_schemes())})", field="--scheme")
+    if not args.timeout > 0:
+        raise QconformError(f"must be > 0 seconds (got {args.timeout})", field="--timeout")
+    judge = make_judge(target, args.tolerance, args.scheme, args.any_mismatch, timeout=args.timeout)
     log = (lambda s: None) if args.quiet else (lambda s: print(f"  {s}", file=sys.stderr))
     try:
         res = shrink(case, judge, max_runs=args.max_runs, log=log)
     finally:
-        try:
-            judge.target.close()
-        except Exception:
-            pass
+        judge.close()   # the isolation worker (a crash or hang ends only it) and the target
     out = Path(args.output) if args.output else src.with_name(src.stem.removesuffix(".shrunk") + ".shrunk.json")
     doc = shrunk_document(res, target)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ from reference import arith
 from reference.ops import activation as A
 
 from ..case import Case, Tensor
-from ..generate import Gen, f32, generator
+from ..generate import Gen, f32, generator, rounding_inputs
 
 T = "litert-int8"
 SOFTMAX_OUT = (1.0 / 256.0, -128)
@@ -325,22 +325,6 @@ def _exact_ratio_scales(g: Gen, ratio: float) -> tuple[float, float]:
     return f32(ratio * s_out), s_out
 
 
-def _pick_diffs(g: Gen, kind: str, m: int, s: int, lo: int, hi: int, count: int) -> np.ndarray | None:
-    """``count`` differences x in [lo, hi] where x * m * 2^(s-31) is exactly k + 1/2 ("tie"),
-    or where two-step and one-step MultiplyByQuantizedMultiplier disagree ("dbl_vs_single")."""
-    x = np.arange(lo, hi + 1, dtype=np.int64)
-    x = x[x != 0]
-    total = 31 - s
-    tie = np.mod(x * m, np.int64(1) << total) == (np.int64(1) << (total - 1))
-    if kind == "tie":
-        pick = x[tie]
-    else:
-        pick = x[(arith.mbqm_double(x, m, s) != arith.mbqm_single(x, m, s)) & ~tie]
-    if pick.size == 0:
-        return None
-    return pick[g.rng.integers(0, pick.size, size=count)]
-
-
 def _relu_family(g: Gen, op: str) -> Case:
     v = g.variant
     shape = _shape(g)
@@ -374,7 +358,7 @@ def _relu_family(g: Gen, op: str) -> Case:
         x = x.ravel()
         for real, lo, hi in mults:
             m, sh = (int(t) for t in arith.quantize_multiplier(real))
-            picks = _pick_diffs(g, v, m, sh, lo, hi, x.size)
+            picks = rounding_inputs(g, v, m, sh, lo, hi, x.size)
             if picks is not None:
                 x = np.where(g.rng.random(x.size) < 0.35 / len(mults), z + picks, x)
         x = x.reshape(shape)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from reference import arith
+from reference.ops.pool import mean_multiplier
 
 from ..case import Case
-from ..generate import Gen, f32, generator, real_values
+from ..generate import Gen, f32, generator, real_values, rounding_inputs
 
 ACTS = ["NONE", "NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
 T = "litert-int8"
@@ -118,26 +119,8 @@ def _kernel_multiplier(ratio: float, n: int | None):
     (n given) 1/n folded in with k = min(floor(log2 n), 32, 31 + shift)."""
     m, s = (int(v) for v in arith.quantize_multiplier(ratio))
     if n is not None:
-        k = max(min(n.bit_length() - 1, 32, 31 + s), 0)
-        m, s = (m << k) // n, s - k
+        m, s = (int(v) for v in mean_multiplier(m, s, n))
     return m, s
-
-
-def _targets(g: Gen, kind: str, m: int, s: int, lo: int, hi: int, count: int) -> np.ndarray | None:
-    """``count`` accumulators x in [lo, hi] where x * m * 2^(s-31) is exactly k + 1/2 (kind
-    "tie"), or where the two-step and one-step MultiplyByQuantizedMultiplier disagree away
-    from a tie ("dbl_vs_single"); None if the range holds none."""
-    x = np.arange(lo, hi + 1, dtype=np.int64)
-    total = 31 - s
-    frac = np.mod(x * m, np.int64(1) << total)
-    tie = frac == (np.int64(1) << (total - 1))
-    if kind == "tie":
-        pick = x[tie]
-    else:
-        pick = x[(arith.mbqm_double(x, m, s) != arith.mbqm_single(x, m, s)) & ~tie]
-    if pick.size == 0:
-        return None
-    return pick[g.rng.integers(0, pick.size, size=count)]
 
 
 def _codes_with_sums(g: Gen, sums: np.ndarray, n: int) -> np.ndarray:
@@ -230,7 +213,7 @@ def _reduce_case(g: Gen, op: str) -> Case:
         sums = None
         if v in ("tie", "dbl_vs_single"):
             m, s = _kernel_multiplier(ratio, n if divide else None)
-            sums = _targets(g, v, m, s, lo, hi, groups)
+            sums = rounding_inputs(g, v, m, s, lo, hi, groups)
         if sums is None:
             sums = g.rng.integers(lo, hi + 1, size=groups)
         rows = _codes_with_sums(g, sums + z_in * n, n)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from suite.dtypes import DTYPES
+
 from ..onnx_model import Builder, onnx_op
 
 
@@ -18,7 +20,7 @@ def _dq_scaled(b: Builder, factor: float) -> str:
     t = b.case.inputs[0]
     raw = b.raw_input(0)
     s = b.const(np.array(np.float32(t.scale[0]) * np.float32(factor), np.float32), "s")
-    z = b.const(np.array(t.zero_point[0], np.int8), "z")
+    z = b.const(np.array(t.zero_point[0], DTYPES[t.dtype].storage), "z")
     return b.node1("DequantizeLinear", [raw, s, z])
 
 

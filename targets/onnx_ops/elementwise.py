@@ -11,7 +11,7 @@ indices are int64, so an int32 output gets a Cast.
 
 from __future__ import annotations
 
-from ..onnx_model import ONNX_TYPES, Builder, GraphOutput, onnx_op
+from ..onnx_model import Builder, GraphOutput, onnx_op
 
 _BINARY = {"ADD": "Add", "SUB": "Sub", "MUL": "Mul", "MAXIMUM": "Max", "MINIMUM": "Min"}
 _COMPARE = {"LESS": "Less", "LESS_EQUAL": "LessOrEqual", "GREATER": "Greater",
@@ -54,7 +54,7 @@ def _arg(b: Builder):
     op_type = "ArgMax" if c.op == "ARG_MAX" else "ArgMin"
     r = b.node1(op_type, [x], axis=axis, keepdims=0, select_last_index=0)
     if c.outputs[0].dtype != "int64":
-        r = b.node1("Cast", [r], to=_elem(b, c.outputs[0].dtype))
+        r = b.node1("Cast", [r], to=b._elem(c.outputs[0].dtype))
     _raw_output(b, r)
 
 
@@ -67,9 +67,6 @@ def _raw_output(b: Builder, value: str, j: int = 0) -> None:
         for k, out in enumerate(n.output):
             if out == value:
                 n.output[k] = name
-    b.graph_outputs.append(b.helper.make_tensor_value_info(name, _elem(b, o.dtype), list(o.shape)))
+    b.graph_outputs.append(b.helper.make_tensor_value_info(name, b._elem(o.dtype), list(o.shape)))
     b.outputs.append(GraphOutput(name, None))
 
-
-def _elem(b: Builder, dtype: str) -> int:
-    return getattr(b.onnx.TensorProto, ONNX_TYPES[dtype])

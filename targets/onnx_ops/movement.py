@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from suite.dtypes import DTYPES
 from suite.errors import Unsupported
 
 from ..onnx_model import NCHW_TO_NHWC, NHWC_TO_NCHW, Builder, onnx_op
@@ -280,7 +281,7 @@ def _space_to_batch(b: Builder):
         # QNN HTP pads with 127 when the zero point is negative (see PAD)
         x_t = b.case.inputs[0]
         s, z, _ = b.qparams(x_t)
-        zero = b.node1("DequantizeLinear", [b.const(np.array(x_t.zero_point[0], np.int8), "zp_code"), s, z])
+        zero = b.node1("DequantizeLinear", [b.const(np.array(x_t.zero_point[0], DTYPES[x_t.dtype].storage), "zp_code"), s, z])
         y = b.node1("Pad", [y, b.const(_i64(begins + ends), "pads"), zero], mode="constant")
     ho, wo = (h + pt + pb) // bh, (w + pl + pr) // bw
     y = b.node1("Reshape", [y, b.const(_i64([n * ho, bh, wo, bw, c]), "shape")])

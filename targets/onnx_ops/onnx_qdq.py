@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..onnx_model import ONNX_TYPES, Builder, GraphOutput, onnx_op
+from ..onnx_model import Builder, GraphOutput, onnx_op
 
 
 def _qparam_consts(b: Builder, t) -> tuple[str, str]:
     """Scale (float32) and zero point (the tensor's type) initializers, ONNX-shaped."""
-    from onnx import TensorProto
     if t.scale_shape is not None:
         shape = list(t.scale_shape)
     elif len(t.scale) == 1:
@@ -31,8 +30,7 @@ def _qparam_consts(b: Builder, t) -> tuple[str, str]:
         shape = [len(t.scale)]
     s_name, z_name = b.fresh("scale"), b.fresh("zero_point")
     b.inits.append(b.nh.from_array(np.asarray(t.scale, np.float32).reshape(shape), s_name))
-    elem = getattr(TensorProto, ONNX_TYPES[t.dtype])
-    b.inits.append(b.helper.make_tensor(z_name, elem, shape, [int(v) for v in t.zero_point]))
+    b.inits.append(b.helper.make_tensor(z_name, b._elem(t.dtype), shape, [int(v) for v in t.zero_point]))
     return s_name, z_name
 
 
