@@ -170,6 +170,13 @@ def _check_rank(case, i: int, rank: int, name: str) -> None:
 
 # --------------------------------------------------------------------------- accumulators
 
+def _trailing_pads(in_hw, k_hw, stride, dil, pads, out_hw) -> tuple[int, int]:
+    """Rows / columns of zero-point padding needed after the input (bottom, right) so that every
+    tap of an (out_hw) output with leading pads ``pads`` reads inside the padded input."""
+    need = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_hw, stride, k_hw, dil)]
+    return max(0, need[0] - pads[0] - in_hw[0]), max(0, need[1] - pads[1] - in_hw[1])
+
+
 def conv_acc(x: np.ndarray, z_in: int, w: np.ndarray, stride, dil, pads, out_hw,
              groups: int = 1) -> np.ndarray:
     """CONV_2D accumulator without bias, int64 [N, OH, OW, O]:
@@ -188,9 +195,7 @@ def conv_acc(x: np.ndarray, z_in: int, w: np.ndarray, stride, dil, pads, out_hw,
     dh, dw = dil
     oh, ow = out_hw
     pt, pl = pads
-    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
-    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
-    pb, pr = max(0, need_h - pt - h), max(0, need_w - pl - wd)
+    pb, pr = _trailing_pads((h, wd), (kh, kw), stride, dil, pads, out_hw)
     xp = x
     if pt or pb or pl or pr:
         xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=z_in)
@@ -224,9 +229,7 @@ def depthwise_acc(x: np.ndarray, z_in: int, w: np.ndarray, mult: int, stride, di
     dh, dw = dil
     oh, ow = out_hw
     pt, pl = pads
-    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
-    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
-    pb, pr = max(0, need_h - pt - h), max(0, need_w - pl - wd)
+    pb, pr = _trailing_pads((h, wd), (kh, kw), stride, dil, pads, out_hw)
     taps = kh * kw
     wsum = w.reshape(taps, co).sum(axis=0, dtype=np.int64)
     if taps <= _DW_TAP_LOOP:

@@ -69,30 +69,28 @@ def _nchw_output(b: Builder, y: str) -> None:
     b.q_output(_fused(b, y), perm_out=NCHW_TO_NHWC, model_shape=[o[0], o[3], o[1], o[2]])
 
 
-@onnx_op("CONV_2D")
-def _conv(b: Builder):
-    c = b.case
-    _, kh, kw, cw = c.inputs[1].shape
-    strides, dils, pads = _conv_pads(c, kh, kw)
-    x = b.dq_input(0, NHWC_TO_NCHW)
-    w = b.dq_input(1, OHWI_TO_OIHW)
-    ins = [x, w] + ([b.dq_input(2)] if _has(c, 2) else [])
-    y = b.node1("Conv", ins, strides=strides, dilations=dils, pads=pads, kernel_shape=[kh, kw],
-                group=int(c.inputs[0].shape[3] // cw))
-    _nchw_output(b, y)
-
-
-@onnx_op("DEPTHWISE_CONV_2D")
-def _depthwise(b: Builder):
+def _grouped_conv(b: Builder, weight_perm, groups: int) -> None:
+    """An ONNX Conv on the NCHW-permuted input with the filter permuted to O(I/g)HW."""
     c = b.case
     _, kh, kw, _ = c.inputs[1].shape
     strides, dils, pads = _conv_pads(c, kh, kw)
     x = b.dq_input(0, NHWC_TO_NCHW)
-    w = b.dq_input(1, DW_1HWO_TO_O1HW)
+    w = b.dq_input(1, weight_perm)
     ins = [x, w] + ([b.dq_input(2)] if _has(c, 2) else [])
     y = b.node1("Conv", ins, strides=strides, dilations=dils, pads=pads, kernel_shape=[kh, kw],
-                group=int(c.inputs[0].shape[3]))
+                group=int(groups))
     _nchw_output(b, y)
+
+
+@onnx_op("CONV_2D")
+def _conv(b: Builder):
+    cw = b.case.inputs[1].shape[3]
+    _grouped_conv(b, OHWI_TO_OIHW, b.case.inputs[0].shape[3] // cw)
+
+
+@onnx_op("DEPTHWISE_CONV_2D")
+def _depthwise(b: Builder):
+    _grouped_conv(b, DW_1HWO_TO_O1HW, b.case.inputs[0].shape[3])
 
 
 @onnx_op("TRANSPOSE_CONV")
