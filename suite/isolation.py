@@ -236,6 +236,11 @@ class Worker:
             pass
 
 
+def _seconds(x) -> float:
+    """A worker's busy time, as a number of seconds (anything else counts as none)."""
+    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) and x >= 0 else 0.0
+
+
 def _anonymous_log() -> int:
     """A deleted temporary file opened O_APPEND (the worker's stderr; truncated per batch)."""
     import tempfile
@@ -260,7 +265,17 @@ class Isolator:
         self.start_timeout = max(float(start_timeout), self.timeout)
         self.per_case = batches_per_case(target)
         self.worker: Worker | None = None
-        self.stats = {"workers_started": 0, "worker_start_s": 0.0, "crashes": 0, "timeouts": 0}
+        # busy_s: the workers' own time on cases (as they report it; a crash or hang: the wait)
+        self.stats = {"workers_started": 0, "worker_start_s": 0.0, "crashes": 0, "timeouts": 0, "busy_s": 0.0}
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        """Stop at once (from another thread, e.g. an interrupted pipelined run): the worker is
+        killed, so the batch in flight ends, and no new worker starts."""
+        self.cancelled = True
+        w = self.worker
+        if w is not None:
+            w.kill()
 
     # ---- worker lifecycle
     def _worker(self) -> Worker | Outcome:
@@ -268,6 +283,8 @@ class Isolator:
         if self.worker is not None and self.worker.proc.poll() is None:
             return self.worker
         self._discard()
+        if self.cancelled:
+            return Outcome.error("the run was stopped before this case ran", status="infra")
         t0 = time.perf_counter()
         w = Worker(self.spec, self.start_timeout)
         self.stats["workers_started"] += 1
@@ -360,8 +377,11 @@ class Isolator:
                 put(i, self._crash(w, "this case (the worker was gone before it started)"))
                 i += 1
                 continue
+            t_last = time.perf_counter()
             while i < n:
                 ev = w.recv(self.timeout)
+                if ev in (_TIMEOUT, _DEAD):
+                    self.stats["busy_s"] += time.perf_counter() - t_last
                 if ev == _TIMEOUT:
                     put(i, self._timeout(self.timeout, "this case"))
                     i += 1
@@ -370,14 +390,16 @@ class Isolator:
                     put(i, self._crash(w, "this case"))
                     i += 1
                     break
+                t_last = time.perf_counter()
                 kind, payload = ev
-                if kind == "bad" or not (isinstance(payload, tuple) and len(payload) == 3
+                if kind == "bad" or not (isinstance(payload, tuple) and len(payload) == 4
                                          and payload[0] == "outcome" and payload[1] == i - base):
                     self._discard()
                     put(i, Outcome.error(f"unreadable outcome from the isolation worker: "
                                          f"{payload if kind == 'bad' else type(payload).__name__}"))
                     i += 1
                     break
+                self.stats["busy_s"] += _seconds(payload[3])
                 put(i, check_outcome(payload[2]))
                 i += 1
 
@@ -390,7 +412,10 @@ class Isolator:
         w.clear_log()
         what = "this case" if n == 1 else f"a batch of {n} cases"
         limit = self.timeout * n
+        t0 = time.perf_counter()
         ev = w.recv(limit) if w.send(("batch", cases, timing, False)) else _DEAD
+        if ev in (_TIMEOUT, _DEAD):
+            self.stats["busy_s"] += time.perf_counter() - t0
         if ev == _TIMEOUT:
             o = self._timeout(limit, what)
             return [o] if n == 1 else None
@@ -398,8 +423,9 @@ class Isolator:
             o = self._crash(w, what)
             return [o] if n == 1 else None
         kind, payload = ev
-        if kind == "bad" or not (isinstance(payload, tuple) and payload[0] == "outcomes"):
+        if kind == "bad" or not (isinstance(payload, tuple) and len(payload) == 3 and payload[0] == "outcomes"):
             self._discard()
             text = payload if kind == "bad" else type(payload).__name__
             return [Outcome.error(f"unreadable outcomes from the isolation worker: {text}") for _ in range(n)]
+        self.stats["busy_s"] += _seconds(payload[2])
         return check_outcomes(payload[1], n)

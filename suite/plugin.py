@@ -79,6 +79,10 @@ def pytest_addoption(parser):
     g.addoption("--isolation", default="process", choices=["process", "none"],
                 help="'process' (default): native targets run in worker processes, so a crash or hang "
                      "is that case's crash/timeout verdict; 'none': everything in this process")
+    g.addoption("--pipeline", default="on", choices=["on", "off"],
+                help="'on' (default): the targets run the planned batches while pytest reports earlier "
+                     "ones (isolated targets, no xdist); 'off': each batch when its first test asks "
+                     "(see docs/performance.md)")
     g.addoption("--timeout", type=float, default=60.0, metavar="SECONDS",
                 help="per-case time limit of an isolated target (default 60; scaled for batches)")
     g.addoption("--resume", default=None, metavar="RUN_DIR",
@@ -205,7 +209,8 @@ def _configure(config):
                                                  "cache_dir": o.cache_dir},
                                          "netrun": {"profile": o.netrun_profile}},
         run_id=run_id, worker=(workerinput or {}).get("workerid"),
-        waivers=list(o.waivers), certify=o.certify, isolation=o.isolation, timeout=o.timeout)
+        waivers=list(o.waivers), certify=o.certify, isolation=o.isolation, timeout=o.timeout,
+        pipeline=o.pipeline == "on")
     if resume is not None:
         from .resume import check_config
         check_config(resume, rc)
@@ -362,6 +367,7 @@ def pytest_collection_modifyitems(session, config, items):
         if cs is not None and cs.params.get("qc_pair"):
             pairs.append(cs.params["qc_pair"])
     st["run"].plan(pairs)
+    st["run"].start_pipeline()
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -51,6 +51,7 @@ class RunConfig:
     certify: bool = False
     isolation: str = "process"   # "process": native targets run in worker processes (suite/isolation.py)
     timeout: float = 60.0        # seconds per case in a worker (crash/hang -> crash/timeout verdicts)
+    pipeline: bool = True        # run planned batches ahead of the tests (suite/pipeline.py)
 
 
 @dataclass
@@ -115,6 +116,8 @@ class Run:
         self.run_id = config.run_id or _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
         self.stats = defaultdict(float)   # wall-time accounting (target invoke vs harness)
         self._isolators: dict[str, Any] = {}   # target name -> suite.isolation.Isolator (or None: in process)
+        self._plan: list[tuple[Case, str]] = []
+        self._pipeline = None   # suite.pipeline.Pipeline while the planned batches run ahead of the tests
 
     # ---- set-up
     def versions(self, target: str) -> dict[str, str]:
@@ -129,6 +132,18 @@ class Run:
         """Register the (case, target) pairs this session will ask for, in order."""
         for case, t in pairs:
             self._pending[(t, case.op)][case.id] = case
+        self._plan.extend(pairs)
+
+    def start_pipeline(self) -> bool:
+        """Run the planned batches ahead of the tests (suite/pipeline.py), when that is safe:
+        targets isolated in worker processes, not an xdist worker (whose tests are not known
+        ahead). Returns whether it started."""
+        if (self._pipeline is not None or not self._plan or not self.config.pipeline
+                or self.config.worker is not None or self.config.isolation != "process"):
+            return False
+        from .pipeline import Pipeline
+        self._pipeline = Pipeline(self, self._plan)
+        return True
 
     @property
     def writer(self):
@@ -170,8 +185,9 @@ class Run:
         return hit
 
     # ---- execution
-    def _run_batch(self, case: Case, target: str) -> None:
-        """Run ``case`` with the pending cases of its (op, target) as one batch; judge each as it ends."""
+    def _run_batch(self, case: Case, target: str, deliver=None) -> None:
+        """Run ``case`` with the pending cases of its (op, target) as one batch; each outcome goes
+        to ``deliver(case, target, outcome)`` as soon as it exists (default: judge it now)."""
         pend = self._pending[(target, case.op)]
         singles = self._singles.get((target, case.op), 0)
         if singles < self.config.latency_cases:
@@ -186,13 +202,14 @@ class Run:
         for c in batch:
             pend.pop(c.id, None)
 
-        def judged(i: int, o) -> None:
-            c = batch[i]
-            try:
-                self._verdicts[(target, c.id)] = self._judge(c, target, o)
-            except Exception as e:   # a harness bug: raised when this case's test asks
-                self._verdicts[(target, c.id)] = e
-        self.execute(target, batch, judged)
+        deliver = deliver or self._judge_now
+        self.execute(target, batch, lambda i, o: deliver(batch[i], target, o))
+
+    def _judge_now(self, case: Case, target: str, o) -> None:
+        try:
+            self._verdicts[(target, case.id)] = self._judge(case, target, o)
+        except Exception as e:   # a harness bug: raised when this case's test asks
+            self._verdicts[(target, case.id)] = e
 
     def execute(self, target: str, cases: list[Case], on_outcome=None):
         """Run a batch on a target; a batch that fails as a whole falls back to one at a time.
@@ -217,6 +234,7 @@ class Run:
                 judging[0] += time.perf_counter() - t1
         iso = self._isolator(target)
         if iso is not None:
+            own0 = iso.stats["busy_s"] + iso.stats["worker_start_s"]
             outs = iso.run(cases, self.timing, on_outcome=emit)
         else:
             try:
@@ -241,7 +259,10 @@ class Run:
             self.stats[f"invoke_s:{target}"] += inv
         for i, o in enumerate(outs):
             emit(i, o)
-        spent = time.perf_counter() - t0 - judging[0]
+        if iso is not None:   # the worker's own time (and its start-up), not the messages or our waits
+            spent = iso.stats["busy_s"] + iso.stats["worker_start_s"] - own0
+        else:
+            spent = time.perf_counter() - t0 - judging[0]
         self.stats["target_wall_s"] += spent
         self.stats[f"target_wall_s:{target}"] += spent   # per target (reports: suite/timing.py)
         self.stats[f"cases:{target}"] += len(cases)
@@ -253,9 +274,12 @@ class Run:
         judged, and its row written, as soon as its outcome exists, so a run killed with
         SIGKILL loses at most the case in flight (docs/reliability.md)."""
         key = (target, case.id)
-        if key not in self._verdicts:
-            self._run_batch(case, target)
-        v = self._verdicts.pop(key)
+        if self._pipeline is not None:
+            v = self._pipeline.wait(case, target)
+        else:
+            if key not in self._verdicts:
+                self._run_batch(case, target)
+            v = self._verdicts.pop(key)
         if isinstance(v, Exception):
             raise v
         if not self._rows_when_judged:
@@ -409,6 +433,9 @@ class Run:
         return self._isolators[target]
 
     def close(self) -> None:
+        if self._pipeline is not None:
+            self._pipeline.stop()
+            self._pipeline = None
         for iso in self._isolators.values():
             if iso is not None:
                 for k, v in iso.stats.items():

@@ -5,15 +5,19 @@ Definitions (docs/performance.md):
 * **wall**: from the plugin's ``pytest_configure`` to ``pytest_sessionfinish`` in the
   controller (case generation, collection, every test, the summaries; not the Python and
   pytest start-up before it). With ``-n N`` each of the N workers has this wall too.
-* **target time** of a target: the wall time the runner spends waiting for the target's
-  outcomes (``Run.execute``: from handing it a batch until its outcomes arrive, judging
-  excluded). It includes model building, sessions, invokes and, for isolated targets, the
-  worker process's messages.
+* **target time** of a target: the time the target itself spends on the cases. For an
+  isolated target (suite/isolation.py), the time its worker process reports for each case
+  or batch (model building, sessions, invokes; a crash or hang: the wait) plus the worker's
+  start-up; the messages to and from it count as harness. For an in-process target, the
+  wall time of its ``run()`` (``Run.execute``, judging excluded).
 * **invoke time**: the part of it the runtime spends in its own invoke calls (as the targets
   report it: ``info["invoke_s"]``, warm-up included; else the latency samples).
 * **harness**: everything else: pytest, generation, golden, comparison, tolerance/cause
   analysis, result writing. ``harness share = 1 - sum(target time) / (wall * processes)``,
   where processes is 1, or the number of xdist workers (their waits count as harness).
+  One runner runs the targets one batch at a time, so their times never overlap each other:
+  in a pipelined run (suite/pipeline.py), where judging and pytest work alongside the
+  targets, the harness share is the share of the wall time in which no target was working.
 """
 
 from __future__ import annotations
@@ -65,15 +69,21 @@ def summarize(stats: dict[str, float], wall_s: float, processes: int = 1) -> dic
             "targets": rows}
 
 
-def harness_parts(stats: dict[str, float], harness: float) -> dict[str, float]:
+def harness_parts(stats: dict[str, float], harness: float) -> dict[str, Any]:
     """The harness time by part: judging each outcome (golden, of which the default scheme's
     and the analysis' other schemes, comparison, tolerance, cause analysis, the result row),
     the report artefacts at the end (summaries, run.json, parquet, HTML) and the rest
-    (pytest's own per-test work, case generation, collection, isolation messages)."""
+    (pytest's own per-test work, case generation, collection, isolation messages).
+
+    In a pipelined run (suite/pipeline.py) judging runs in its own thread alongside the
+    targets, so it is not a part of the harness's wall time: ``judge_overlaps`` says so, and
+    ``tests_wait_s`` is how long the tests waited for their verdicts (targets or judge)."""
     judge, report = stats.get("judge_s", 0.0), stats.get("report_s", 0.0)
+    overlaps = bool(stats.get("pipelined"))
     return {"judge_s": round(judge, 3), "golden_s": round(stats.get("golden_s", 0.0), 3),
             "analysis_s": round(stats.get("analysis_s", 0.0), 3), "report_s": round(report, 3),
-            "pytest_and_rest_s": round(max(0.0, harness - judge - report), 3)}
+            "judge_overlaps": overlaps, "tests_wait_s": round(stats.get("tests_wait_s", 0.0), 3),
+            "pytest_and_rest_s": round(max(0.0, harness - (0.0 if overlaps else judge) - report), 3)}
 
 
 def write(report_dir: str | Path, doc: dict[str, Any]) -> Path | None:
@@ -101,7 +111,12 @@ def lines(doc: dict[str, Any]) -> list[str]:
             + f"; targets {doc['target_s']:.1f} s (invoke {doc['invoke_s']:.1f} s), "
             f"harness {doc['harness_s']:.1f} s = {doc['harness_pct']:.1f}% of the wall time")
     hp = doc.get("harness_parts") or {}
-    if hp:
+    if hp and hp.get("judge_overlaps"):
+        head += (f"\nharness: report artefacts {hp['report_s']:.1f} s, pytest and the rest "
+                 f"{hp['pytest_and_rest_s']:.1f} s; pipelined: judging {hp['judge_s']:.1f} s (golden "
+                 f"{hp['golden_s']:.1f} s, cause analysis {hp['analysis_s']:.1f} s) ran alongside the targets, "
+                 f"the tests waited {hp['tests_wait_s']:.1f} s for verdicts")
+    elif hp:
         head += (f"\nharness: judging {hp['judge_s']:.1f} s (golden {hp['golden_s']:.1f} s, cause analysis "
                  f"{hp['analysis_s']:.1f} s), report artefacts {hp['report_s']:.1f} s, pytest and the rest "
                  f"{hp['pytest_and_rest_s']:.1f} s")

@@ -12,8 +12,11 @@ native runtime prints can never corrupt the protocol. Messages, parent -> worker
 and worker -> parent::
 
     ("ready", pid) | ("init_error", text)
-    ("outcome", i, Outcome)                 # per_case: as each case finishes, in order
-    ("outcomes", [Outcome, ...])            # whole batch (a target that overrides run())
+    ("outcome", i, Outcome, busy_s)         # per_case: as each case finishes, in order
+    ("outcomes", [Outcome, ...], busy_s)    # whole batch (a target that overrides run())
+
+``busy_s`` is the time the worker spent on the case (the batch) itself: the target's own
+time, as opposed to the messages and the parent's harness (suite/timing.py).
 
 With ``per_case`` the worker calls ``target.safe_run_one`` per case and reports each
 outcome as soon as it exists, so when the process dies the parent knows which case
@@ -127,12 +130,15 @@ def _run_batch(out_fd: int, target, cases, timing, per_case: bool) -> None:
 
     if per_case:
         for i, c in enumerate(cases):
+            t0 = time.perf_counter()
             o = guarded(lambda: target.safe_run_one(c, timing))
+            busy = time.perf_counter() - t0
             try:
-                send(out_fd, ("outcome", i, o))
+                send(out_fd, ("outcome", i, o, busy))
             except Exception as e:   # pickling failed before anything was written
-                send(out_fd, ("outcome", i, _transferable(o, e)))
+                send(out_fd, ("outcome", i, _transferable(o, e), busy))
         return
+    t0 = time.perf_counter()
     outs = guarded(lambda: target.run(cases, timing))
     if not isinstance(outs, (list, tuple)) or len(outs) != len(cases):   # as the in-process runner
         outs = []
@@ -145,8 +151,9 @@ def _run_batch(out_fd: int, target, cases, timing, per_case: bool) -> None:
             else:
                 outs.append(Outcome.error(f"target returned {type(r).__name__} for one case, "
                                           f"not a list of one Outcome"))
+    busy = time.perf_counter() - t0
     try:
-        send(out_fd, ("outcomes", outs))
+        send(out_fd, ("outcomes", outs, busy))
     except Exception:
         fixed = []
         for o in outs:
@@ -155,7 +162,7 @@ def _run_batch(out_fd: int, target, cases, timing, per_case: bool) -> None:
                 fixed.append(o)
             except Exception as e:
                 fixed.append(_transferable(o, e))
-        send(out_fd, ("outcomes", fixed))
+        send(out_fd, ("outcomes", fixed, busy))
 
 
 def main() -> int:

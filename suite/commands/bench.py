@@ -121,6 +121,11 @@ def main(args) -> int:
                     r = suite_run.run_suite(f"batched, {label}", ",".join(targets), n, cpo, ops, cache)
                     print(f"  {r.label:<28} -n {n}: {r.wall_s:.1f} s, harness {r.harness_pct}%", flush=True)
                     rows.append(r)
+                if n == 0:   # side by side: the same warm run, each batch only when its first test asks
+                    r = suite_run.run_suite("batched, warm, pipeline off", ",".join(targets), n, cpo, ops, cache,
+                                            extra=["--pipeline", "off"])
+                    print(f"  {r.label:<28} -n {n}: {r.wall_s:.1f} s, harness {r.harness_pct}%", flush=True)
+                    rows.append(r)
         if args.suite_unbatched:
             r = suite_run.run_suite("unbatched, no QNN cache", ",".join(targets), 0, cpo, ops, "off",
                                     extra=["--batch-size", "1"])

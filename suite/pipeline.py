@@ -1,0 +1,166 @@
+"""Pipelined execution: the targets run the planned batches while pytest reports earlier ones.
+
+Without it a run alternates: a test asks for its verdict, the target runs the batch, the
+harness judges it, pytest reports the tests, and only then does the next batch start, so
+the target processes sit idle while the harness works and the harness waits while they
+work. With the plan known after collection (:meth:`suite.runner.Run.plan`), two threads
+of the pytest process take the targets' side of the run off the tests' path:
+
+* the **runner** thread walks the plan in test order and hands each (op, target) batch to
+  its target exactly as a test would (:meth:`Run._run_batch`: the same batches, latency
+  singles and bisection; isolated targets keep their crash and timeout verdicts), and
+  passes each outcome on as soon as it arrives;
+* the **judge** thread compares each outcome with the golden and writes its row at once
+  (a run killed with ``kill -9`` loses only what was not yet judged, as before);
+* a test waits for its own verdict (:meth:`Pipeline.wait`). A test that asks for a pair
+  the runner has not reached yet moves that pair to the front.
+
+The native work runs in the targets' worker processes (suite/isolation.py), so on two
+cores the targets run on one while pytest and the judge share the other. The runner stays
+at most ``LOOKAHEAD`` verdicts ahead of the tests. Used when the targets are isolated and
+the run is not an xdist worker (whose future tests are not known); ``--pipeline off``
+turns it off (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+from collections import deque
+from typing import Any
+
+LOOKAHEAD = 2048          # verdicts judged and not yet asked for, at most
+SWITCH_INTERVAL = 0.0005  # s: the runner thread reacts soon when a target's outcome arrives
+_STOP = object()
+
+
+class Pipeline:
+    def __init__(self, run, plan: list[tuple[Any, str]]):
+        self.run = run
+        self.plan = list(plan)
+        self.cv = threading.Condition()
+        self.urgent: deque = deque()
+        self.judge_q: queue.Queue = queue.Queue()
+        self.stopping = False
+        self.error: BaseException | None = None
+        self.runner_done = False
+        self.judged = 0
+        self.busy = False   # the runner is inside a batch
+        self._switch = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL)
+        self.runner = threading.Thread(target=self._guard, args=(self._run_plan,), name="qconform-runner",
+                                       daemon=True)
+        self.judge = threading.Thread(target=self._guard, args=(self._judge_loop,), name="qconform-judge",
+                                      daemon=True)
+        run.stats["pipelined"] = 1.0
+        self.judge.start()
+        self.runner.start()
+
+    # ---- threads
+    def _guard(self, fn) -> None:
+        try:
+            fn()
+        except BaseException as e:   # a harness bug: raised in the test that waits for it
+            with self.cv:
+                self.error = self.error or e
+                self.cv.notify_all()
+
+    def _next(self, i: int) -> tuple[Any, int]:
+        """The next pair to run (an urgent one first) and the plan position after it."""
+        with self.cv:
+            while not self.stopping and not self.urgent and len(self.run._verdicts) >= LOOKAHEAD:
+                self.cv.wait(0.5)
+            if self.stopping:
+                return None, i
+            if self.urgent:
+                return self.urgent.popleft(), i
+        pend = self.run._pending
+        while i < len(self.plan):
+            case, target = self.plan[i]
+            i += 1
+            if case.id in pend.get((target, case.op), ()):
+                return (case, target), i
+        return None, i
+
+    def _run_plan(self) -> None:
+        i = 0
+        try:
+            while True:
+                pair, i = self._next(i)
+                if pair is None:
+                    if self.stopping:
+                        return
+                    with self.cv:   # the plan is done: serve what tests ask for until the run ends
+                        if not self.urgent:
+                            self.cv.wait(0.5)
+                        continue
+                case, target = pair
+                if case.id not in self.run._pending.get((target, case.op), ()):
+                    continue   # an urgent pair that was batched meanwhile
+                self.busy = True
+                try:
+                    self.run._run_batch(case, target, deliver=self._deliver)
+                finally:
+                    self.busy = False
+        finally:
+            with self.cv:
+                self.runner_done = True
+                self.cv.notify_all()
+
+    def _deliver(self, case, target: str, outcome) -> None:
+        self.judge_q.put((case, target, outcome))
+
+    def _judge_loop(self) -> None:
+        while True:
+            item = self.judge_q.get()
+            if item is _STOP:
+                return
+            if self.stopping:
+                continue   # an interrupted run: outcomes of cases nobody will report are dropped
+            case, target, o = item
+            try:
+                v = self.run._judge(case, target, o)
+            except Exception as e:   # a harness bug: raised when this case's test asks
+                v = e
+            with self.cv:
+                self.run._verdicts[(target, case.id)] = v
+                self.judged += 1
+                self.cv.notify_all()
+
+    # ---- the tests' side
+    def wait(self, case, target: str):
+        """The verdict of (case, target), waiting for the runner and the judge to reach it."""
+        key = (target, case.id)
+        asked = False
+        t0 = time.perf_counter()
+        with self.cv:
+            while key not in self.run._verdicts:
+                if self.error is not None:
+                    raise self.error
+                if self.runner_done:
+                    raise RuntimeError(f"the pipeline's runner ended before {case.id} on {target} ran")
+                if not asked and case.id in self.run._pending.get((target, case.op), ()):
+                    self.urgent.append((case, target))   # not reached yet: next
+                    asked = True
+                    self.cv.notify_all()
+                self.cv.wait(0.5)
+            v = self.run._verdicts.pop(key)
+            self.cv.notify_all()
+        self.run.stats["tests_wait_s"] += time.perf_counter() - t0
+        return v
+
+    def stop(self) -> None:
+        """End both threads. Outcomes not yet judged are dropped (their tests never ran)."""
+        with self.cv:
+            self.stopping = True
+            self.cv.notify_all()
+        if self.busy:   # interrupted: the batch in flight ends now (its outcomes are dropped above)
+            for iso in list(self.run._isolators.values()):
+                if iso is not None:
+                    iso.cancel()
+        self.runner.join(timeout=30)
+        self.judge_q.put(_STOP)
+        self.judge.join(timeout=30)
+        sys.setswitchinterval(self._switch)

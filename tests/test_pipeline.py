@@ -1,0 +1,120 @@
+"""Pipelined execution (suite/pipeline.py): the targets run the planned batches ahead of the
+tests, with the same batches, verdicts and rows as running each batch when its first test asks."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from suite.generate import generate
+from suite.runner import Run, RunConfig
+from tests.fault_targets import Faulty
+
+
+def _rows(rd):
+    return [json.loads(line) for line in (rd / "results.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _key(r):
+    return (r["case_id"], r["target"])
+
+
+FIELDS = ("status", "bit_exact", "mismatches", "max_abs_lsb", "case_digest", "batch_size")
+
+
+def test_pipelined_run_gives_the_rows_and_outcomes_of_an_on_demand_run(run_suite, tmp_path):
+    args = ("--target=tflite-ref,ort", "--ops", "ADD,CONV_2D,MAX_POOL_2D", "--cases-per-op", "8")
+    on, rd_on = run_suite(*args, report_dir=tmp_path / "on")
+    off, rd_off = run_suite(*args, "--pipeline", "off", report_dir=tmp_path / "off")
+    assert on.returncode == off.returncode == 0, on.stdout[-2000:] + off.stdout[-2000:]
+    a = {_key(r): tuple(r.get(f) for f in FIELDS) for r in _rows(rd_on)}
+    b = {_key(r): tuple(r.get(f) for f in FIELDS) for r in _rows(rd_off)}
+    assert len(a) == len(_rows(rd_on)) >= 2 * 3 * 8    # each (case, target) once
+    assert a == b                                   # same cases, same batches, same verdicts
+    tail = lambda out: [ln for ln in out.splitlines() if " in " in ln and "passed" in ln][-1].split(" in ")[0]
+    assert tail(on.stdout) == tail(off.stdout)      # pytest's own outcome counts too
+    t_on = json.loads((rd_on / "timing.json").read_text())
+    t_off = json.loads((rd_off / "timing.json").read_text())
+    assert t_on["harness_parts"]["judge_overlaps"] is True
+    assert t_off["harness_parts"]["judge_overlaps"] is False
+    assert "ran alongside the targets" in on.stdout and "ran alongside" not in off.stdout
+
+
+def _faulty_run(tmp_path, cases, **cfg):
+    t = Faulty()
+    cfg.setdefault("latency_cases", 0)
+    cfg.setdefault("batch_size", 4)
+    run = Run(RunConfig(targets=[t.name], report_dir=str(tmp_path / "rep"), **cfg), targets={t.name: t})
+    run.plan([(c, t.name) for c in cases])
+    return run, t.name
+
+
+def test_tests_asking_out_of_plan_order_get_their_own_verdicts(tmp_path, monkeypatch):
+    cases = generate(["ADD", "MUL"], 6, 0)
+    ids = [c.id for c in cases]
+    monkeypatch.setenv("QCONFORM_FAULTS", json.dumps({ids[1]: "off", ids[9]: "off"}))
+    run, name = _faulty_run(tmp_path, cases)
+    assert run.start_pipeline()
+    try:
+        got = {c.id: run.verdict(c, name).status for c in reversed(cases)}   # the last case first
+    finally:
+        run.close()
+    assert got == {i: ("fail" if i in (ids[1], ids[9]) else "pass") for i in ids}
+    rows = _rows(tmp_path / "rep")
+    assert sorted(r["case_id"] for r in rows) == sorted(ids)   # each case once
+    assert run.stats["pipelined"] == 1.0 and run.stats["tests_wait_s"] > 0
+
+
+def test_closing_an_interrupted_run_stops_at_once_and_records_no_false_verdict(tmp_path, monkeypatch):
+    monkeypatch.setenv("QCONFORM_FAULT_DELAY", "0.3")   # 0.3 s per case: 24 cases would take 7 s
+    monkeypatch.setenv("QCONFORM_FAULTS", "{}")
+    cases = generate(["ADD"], 24, 0)
+    run, name = _faulty_run(tmp_path, cases)
+    assert run.start_pipeline()
+    assert run.verdict(cases[0], name).status == "pass"
+    pipe = run._pipeline
+    t0 = time.perf_counter()
+    run.close()   # as pytest's session end after Ctrl-C: a batch is in flight
+    assert time.perf_counter() - t0 < 5
+    assert not pipe.runner.is_alive() and not pipe.judge.is_alive()
+    rows = _rows(tmp_path / "rep")
+    assert 1 <= len(rows) < len(cases)
+    assert {r["status"] for r in rows} == {"pass"}             # no crash/infra rows from the stop
+    assert len({r["case_id"] for r in rows}) == len(rows)
+    assert not [t for t in threading.enumerate() if t.name.startswith("qconform-")]
+
+
+def test_a_harness_error_while_judging_fails_only_that_case(tmp_path, monkeypatch):
+    monkeypatch.setenv("QCONFORM_FAULTS", "{}")
+    cases = generate(["ADD"], 5, 0)
+    run, name = _faulty_run(tmp_path, cases)
+    judge = run._judge
+
+    def broken(case, target, o):
+        if case.id == cases[2].id:
+            raise RuntimeError("harness bug")
+        return judge(case, target, o)
+    monkeypatch.setattr(run, "_judge", broken)
+    assert run.start_pipeline()
+    try:
+        for i, c in enumerate(cases):
+            if i == 2:
+                with pytest.raises(RuntimeError, match="harness bug"):
+                    run.verdict(c, name)
+            else:
+                assert run.verdict(c, name).status == "pass"
+    finally:
+        run.close()
+
+
+def test_no_pipeline_for_xdist_workers_in_process_runs_or_when_off(tmp_path):
+    cases = generate(["ADD"], 2, 0)
+    for cfg in ({"worker": "gw0"}, {"isolation": "none"}, {"pipeline": False}):
+        run, name = _faulty_run(tmp_path, cases, **cfg)
+        try:
+            assert run.start_pipeline() is False
+        finally:
+            run.close()
