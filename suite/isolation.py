@@ -117,7 +117,7 @@ def _signal_name(num: int) -> str:
 class Worker:
     """One ``python -m suite.worker`` process hosting one target instance."""
 
-    def __init__(self, spec: dict[str, Any], start_timeout: float = START_TIMEOUT):
+    def __init__(self, spec: dict[str, Any], start_timeout: float = START_TIMEOUT, wait: bool = True):
         self.log_fd = _anonymous_log()
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -127,8 +127,15 @@ class Worker:
                                      env=env, close_fds=True)
         self._buf = bytearray()
         self.started = time.perf_counter()
+        self.start_timeout = start_timeout
         self.send(("init", spec, list(sys.path), os.getpid()))
-        self.ready = self.recv(start_timeout)
+        self.ready = self.recv(start_timeout) if wait else None
+
+    def wait_ready(self):
+        """The worker's first message ("ready" or why not), waiting for it if not yet read."""
+        if self.ready is None:
+            self.ready = self.recv(max(0.0, self.start_timeout - (time.perf_counter() - self.started)))
+        return self.ready
 
     @property
     def pid(self) -> int:
@@ -265,6 +272,7 @@ class Isolator:
         self.start_timeout = max(float(start_timeout), self.timeout)
         self.per_case = batches_per_case(target)
         self.worker: Worker | None = None
+        self._early: Worker | None = None   # started by prestart(), not yet waited for
         # busy_s: the workers' own time on cases (as they report it; a crash or hang: the wait)
         self.stats = {"workers_started": 0, "worker_start_s": 0.0, "crashes": 0, "timeouts": 0, "busy_s": 0.0}
         self.cancelled = False
@@ -273,9 +281,15 @@ class Isolator:
         """Stop at once (from another thread, e.g. an interrupted pipelined run): the worker is
         killed, so the batch in flight ends, and no new worker starts."""
         self.cancelled = True
-        w = self.worker
-        if w is not None:
-            w.kill()
+        for w in (self.worker, self._early):
+            if w is not None:
+                w.kill()
+
+    def prestart(self) -> None:
+        """Start the worker now, without waiting: it imports its runtime and creates the target
+        while this process generates and collects the cases. The first batch waits for it."""
+        if self.worker is None and self._early is None and not self.cancelled:
+            self._early = Worker(self.spec, self.start_timeout, wait=False)
 
     # ---- worker lifecycle
     def _worker(self) -> Worker | Outcome:
@@ -285,11 +299,13 @@ class Isolator:
         self._discard()
         if self.cancelled:
             return Outcome.error("the run was stopped before this case ran", status="infra")
+        # the start-up counted is the wait for it (a prestarted worker's head start overlapped
+        # the harness's own work: counting it too would overlap the target times)
         t0 = time.perf_counter()
-        w = Worker(self.spec, self.start_timeout)
+        w, self._early = (self._early or Worker(self.spec, self.start_timeout, wait=False)), None
+        ev = w.wait_ready()
         self.stats["workers_started"] += 1
         self.stats["worker_start_s"] += time.perf_counter() - t0
-        ev = w.ready
         if isinstance(ev, tuple) and ev[0] == "msg" and ev[1][0] == "ready":
             self.worker = w
             return w
@@ -317,6 +333,9 @@ class Isolator:
         if self.worker is not None:
             self.worker.close(graceful=True)
             self.worker = None
+        if self._early is not None:
+            self._early.close(graceful=False)
+            self._early = None
 
     # ---- failures of the case in flight
     def _crash(self, w: Worker, what: str) -> Outcome:

@@ -79,6 +79,9 @@ def pytest_addoption(parser):
     g.addoption("--isolation", default="process", choices=["process", "none"],
                 help="'process' (default): native targets run in worker processes, so a crash or hang "
                      "is that case's crash/timeout verdict; 'none': everything in this process")
+    g.addoption("--golden-cache", default=None, metavar="DIR",
+                help="goldens kept between runs, keyed by case digest and the golden's own source "
+                     "(default $QCONFORM_GOLDEN_CACHE or ~/.cache/qconform/golden; 'off': none)")
     g.addoption("--pipeline", default="on", choices=["on", "off"],
                 help="'on' (default): the targets run the planned batches while pytest reports earlier "
                      "ones (isolated targets, no xdist); 'off': each batch when its first test asks "
@@ -210,7 +213,7 @@ def _configure(config):
                                          "netrun": {"profile": o.netrun_profile}},
         run_id=run_id, worker=(workerinput or {}).get("workerid"),
         waivers=list(o.waivers), certify=o.certify, isolation=o.isolation, timeout=o.timeout,
-        pipeline=o.pipeline == "on")
+        pipeline=o.pipeline == "on", golden_cache=_golden_cache_dir(o.golden_cache))
     if resume is not None:
         from .resume import check_config
         check_config(resume, rc)
@@ -238,6 +241,8 @@ def _configure(config):
         resume.done = recorded(Path(rc.report_dir), run_id, resume.offset)
         state["resume"] = resume
         state["resume_need"] = (len(devices) if o.device and o.device_dist == "each" else 1)
+    if not config.option.collectonly:
+        run.prestart()
     if workerinput is None:
         if resume is None:
             _prepare_report_dir(Path(rc.report_dir))
@@ -248,6 +253,12 @@ def _configure(config):
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(_XdistHooks(run_id, resume.offset if resume else None,
                                                       state["worker_stats"]), "qconform-xdist")
+
+
+def _golden_cache_dir(option: str | None) -> str | None:
+    from .golden_cache import folder_of
+    d = folder_of(option)
+    return str(d) if d is not None else None
 
 
 def _prepare_report_dir(d: Path) -> None:
@@ -367,6 +378,7 @@ def pytest_collection_modifyitems(session, config, items):
         if cs is not None and cs.params.get("qc_pair"):
             pairs.append(cs.params["qc_pair"])
     st["run"].plan(pairs)
+    st["run"].stats["collect_s"] = time.perf_counter() - st["t0"]   # generation and collection
     st["run"].start_pipeline()
 
 

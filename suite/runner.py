@@ -52,6 +52,7 @@ class RunConfig:
     isolation: str = "process"   # "process": native targets run in worker processes (suite/isolation.py)
     timeout: float = 60.0        # seconds per case in a worker (crash/hang -> crash/timeout verdicts)
     pipeline: bool = True        # run planned batches ahead of the tests (suite/pipeline.py)
+    golden_cache: str | None = None   # folder of goldens kept between runs (suite/golden_cache.py); None: off
 
 
 @dataclass
@@ -116,6 +117,10 @@ class Run:
         self.run_id = config.run_id or _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
         self.stats = defaultdict(float)   # wall-time accounting (target invoke vs harness)
         self._isolators: dict[str, Any] = {}   # target name -> suite.isolation.Isolator (or None: in process)
+        self._disk = None
+        if config.golden_cache:
+            from .golden_cache import GoldenCache
+            self._disk = GoldenCache(Path(config.golden_cache))
         self._plan: list[tuple[Case, str]] = []
         self._pipeline = None   # suite.pipeline.Pipeline while the planned batches run ahead of the tests
 
@@ -134,12 +139,24 @@ class Run:
             self._pending[(t, case.op)][case.id] = case
         self._plan.extend(pairs)
 
+    def pipelines(self) -> bool:
+        """Whether this run pipelines (start_pipeline): isolated targets, not an xdist worker."""
+        return self.config.pipeline and self.config.worker is None and self.config.isolation == "process"
+
+    def prestart(self) -> None:
+        """Start the isolated targets' worker processes now (they import their runtimes while
+        the cases are generated and collected); only for a run that pipelines."""
+        if self.pipelines():
+            for name in self.config.targets:
+                iso = self._isolator(name)
+                if iso is not None:
+                    iso.prestart()
+
     def start_pipeline(self) -> bool:
         """Run the planned batches ahead of the tests (suite/pipeline.py), when that is safe:
         targets isolated in worker processes, not an xdist worker (whose tests are not known
         ahead). Returns whether it started."""
-        if (self._pipeline is not None or not self._plan or not self.config.pipeline
-                or self.config.worker is not None or self.config.isolation != "process"):
+        if self._pipeline is not None or not self._plan or not self.pipelines():
             return False
         from .pipeline import Pipeline
         self._pipeline = Pipeline(self, self._plan)
@@ -164,7 +181,9 @@ class Run:
     def golden(self, case: Case, scheme: str | None = None) -> list[np.ndarray]:
         """The golden of ``case`` under ``scheme`` (default: the run's), cached per digest and scheme.
 
-        The cache keeps the most recently used goldens up to GOLDEN_CACHE_BYTES.
+        The cache keeps the most recently used goldens up to GOLDEN_CACHE_BYTES; with
+        ``golden_cache`` a golden computed by an earlier run of the same golden code is read
+        from there (suite/golden_cache.py).
         """
         from reference import golden
         from reference.schemes import DEFAULT_SCHEME
@@ -175,7 +194,11 @@ class Run:
             self._golden.move_to_end(key)
             return hit
         t0 = time.perf_counter()
-        hit = golden(case, name)
+        hit = self._disk.get(key[0], name) if self._disk is not None else None
+        if hit is None:
+            hit = golden(case, name)
+            if self._disk is not None:
+                self._disk.put(key[0], name, hit)
         self.stats["golden_s"] += time.perf_counter() - t0
         self._golden[key] = hit
         self._golden_bytes += sum(np.asarray(a).nbytes for a in hit)
@@ -449,6 +472,10 @@ class Run:
                 pass
         if self._writer is not None:
             self._writer.close()
+        if self._disk is not None:
+            self.stats["golden_cache_hits"] += self._disk.hits
+            self._disk.hits = 0
+            self._disk.save()
 
 
 def load_case_files(paths: list[str]) -> list[Case]:

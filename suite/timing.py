@@ -65,6 +65,8 @@ def summarize(stats: dict[str, float], wall_s: float, processes: int = 1) -> dic
             "target_s": round(target_total, 3), "harness_s": round(harness, 3),
             "harness_pct": round(100 * harness / budget, 2),
             "invoke_s": round(sum(r["invoke_s"] for r in rows.values()), 3),
+            "collect_s": round(stats.get("collect_s", 0.0), 3),
+            "worker_start_s": round(stats.get("isolation_worker_start_s", 0.0), 3),
             "harness_parts": harness_parts(stats, harness),
             "targets": rows}
 
@@ -82,6 +84,7 @@ def harness_parts(stats: dict[str, float], harness: float) -> dict[str, Any]:
     overlaps = bool(stats.get("pipelined"))
     return {"judge_s": round(judge, 3), "golden_s": round(stats.get("golden_s", 0.0), 3),
             "analysis_s": round(stats.get("analysis_s", 0.0), 3), "report_s": round(report, 3),
+            "golden_cache_hits": int(stats.get("golden_cache_hits", 0)),
             "judge_overlaps": overlaps, "tests_wait_s": round(stats.get("tests_wait_s", 0.0), 3),
             "pytest_and_rest_s": round(max(0.0, harness - (0.0 if overlaps else judge) - report), 3)}
 
@@ -104,6 +107,11 @@ def read(report_dir: str | Path) -> dict[str, Any] | None:
         return None
 
 
+def _hits(hp: dict[str, Any]) -> str:
+    n = hp.get("golden_cache_hits") or 0
+    return f"; {n} goldens read from the golden cache" if n else ""
+
+
 def lines(doc: dict[str, Any]) -> list[str]:
     """Terminal lines: the harness share, then one line per target."""
     procs = doc["processes"]
@@ -114,12 +122,15 @@ def lines(doc: dict[str, Any]) -> list[str]:
     if hp and hp.get("judge_overlaps"):
         head += (f"\nharness: report artefacts {hp['report_s']:.1f} s, pytest and the rest "
                  f"{hp['pytest_and_rest_s']:.1f} s; pipelined: judging {hp['judge_s']:.1f} s (golden "
-                 f"{hp['golden_s']:.1f} s, cause analysis {hp['analysis_s']:.1f} s) ran alongside the targets, "
+                 f"{hp['golden_s']:.1f} s, cause analysis {hp['analysis_s']:.1f} s{_hits(hp)}) ran alongside the "
+                 f"targets, "
                  f"the tests waited {hp['tests_wait_s']:.1f} s for verdicts")
     elif hp:
         head += (f"\nharness: judging {hp['judge_s']:.1f} s (golden {hp['golden_s']:.1f} s, cause analysis "
-                 f"{hp['analysis_s']:.1f} s), report artefacts {hp['report_s']:.1f} s, pytest and the rest "
+                 f"{hp['analysis_s']:.1f} s{_hits(hp)}), report artefacts {hp['report_s']:.1f} s, pytest and the rest "
                  f"{hp['pytest_and_rest_s']:.1f} s")
+    head += (f"\ncase generation and collection {doc.get('collect_s', 0.0):.1f} s; waits for target worker "
+             f"start-up {doc.get('worker_start_s', 0.0):.1f} s (part of the target time)")
     out = [head, f"{'target':<12} {'cases':>6} {'target s':>9} {'cases/s':>9} {'% wall':>7} "
                  f"{'invoke s':>9} {'% wall':>7}"]
     for name, r in doc["targets"].items():

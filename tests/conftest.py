@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if "QCONFORM_CACHE_DIR" not in os.environ:
     import tempfile
     os.environ["QCONFORM_CACHE_DIR"] = tempfile.mkdtemp(prefix="qconform-test-cache-")
+# Nor its golden cache (~/.cache/qconform/golden): the suite runs the tests start compute
+# their goldens afresh (a test that wants the cache gives --golden-cache itself).
+os.environ.setdefault("QCONFORM_GOLDEN_CACHE", "off")
 
 
 @pytest.fixture

@@ -118,3 +118,42 @@ def test_no_pipeline_for_xdist_workers_in_process_runs_or_when_off(tmp_path):
             assert run.start_pipeline() is False
         finally:
             run.close()
+
+
+# ----------------------------------------------------------------------------- the golden cache
+
+def test_golden_cache_gives_the_same_rows_and_computes_nothing_the_second_time(run_suite, tmp_path):
+    cache = tmp_path / "golden"
+    args = ("--target=tflite-ref", "--ops", "ADD,CONV_2D,SOFTMAX", "--cases-per-op", "6", f"--golden-cache={cache}")
+    first, rd1 = run_suite(*args, report_dir=tmp_path / "a")
+    second, rd2 = run_suite(*args, report_dir=tmp_path / "b")
+    off, rd3 = run_suite(*args[:-1], "--golden-cache=off", report_dir=tmp_path / "c")
+    assert first.returncode == second.returncode == off.returncode == 0, first.stdout[-2000:]
+    files = list(cache.glob("*.pkl"))
+    assert len(files) == 1 and files[0].stat().st_size > 0
+    rows = [{_key(r): tuple(r.get(f) for f in FIELDS + ("scheme_exact", "causes")) for r in _rows(rd)}
+            for rd in (rd1, rd2, rd3)]
+    assert rows[0] == rows[1] == rows[2]
+    t1, t2 = (json.loads((rd / "timing.json").read_text())["harness_parts"] for rd in (rd1, rd2))
+    assert t1["golden_cache_hits"] == 0 and t2["golden_cache_hits"] > 0
+    assert "goldens read from the golden cache" in second.stdout
+
+
+def test_golden_cache_is_keyed_by_the_goldens_own_source_and_survives_a_broken_file(tmp_path, monkeypatch):
+    import numpy as np
+    from suite import golden_cache as gc
+    c = gc.GoldenCache(tmp_path)
+    c.put("d1", "s", [np.arange(3, dtype=np.int8)])
+    assert c.save() == tmp_path / f"{gc.version()}.pkl"
+    assert gc.GoldenCache(tmp_path).get("d1", "s")[0].tolist() == [0, 1, 2]
+    assert gc.GoldenCache(tmp_path).get("d2", "s") is None
+    monkeypatch.setattr(gc, "_VERSION", "another-golden")   # the golden's code changed: a new file
+    assert gc.GoldenCache(tmp_path).get("d1", "s") is None
+    monkeypatch.setattr(gc, "_VERSION", None)
+    (tmp_path / f"{gc.version()}.pkl").write_bytes(b"\x80\x05not a pickle")
+    broken = gc.GoldenCache(tmp_path)
+    assert broken.get("d1", "s") is None                    # ignored, computed again ...
+    broken.put("d1", "s", [np.arange(3, dtype=np.int8)])
+    broken.save()
+    assert gc.GoldenCache(tmp_path).get("d1", "s") is not None   # ... and the file replaced
+    assert gc.folder_of("off") is None and gc.folder_of(str(tmp_path)) == tmp_path
