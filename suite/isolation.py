@@ -357,8 +357,9 @@ class Isolator:
         return o
 
     # ---- running
-    def run(self, cases: Sequence, timing, on_outcome=None) -> list[Outcome]:
-        """One outcome per case, in order; ``on_outcome(i, outcome)`` as soon as each is final."""
+    def run(self, cases: Sequence, timing, on_outcome=None, alone: int = 0) -> list[Outcome]:
+        """One outcome per case, in order; ``on_outcome(i, outcome)`` as soon as each is final.
+        The first ``alone`` cases are each run by the target on their own, in the same message."""
         cases = list(cases)
         if not cases:
             return []
@@ -372,7 +373,7 @@ class Isolator:
         if self.per_case:
             self._stream(cases, timing, put)
         else:
-            whole = self._whole(cases, timing)
+            whole = self._whole(cases, timing, alone)
             if whole is not None:
                 for i, o in enumerate(whole):
                     put(i, o)
@@ -422,8 +423,9 @@ class Isolator:
                 put(i, check_outcome(payload[2]))
                 i += 1
 
-    def _whole(self, cases: list, timing) -> list[Outcome] | None:
-        """A batch through ``target.run`` in one go; None if it crashed or hung with > 1 case."""
+    def _whole(self, cases: list, timing, alone: int = 0) -> list[Outcome] | None:
+        """A batch through ``target.run`` in one go (the first ``alone`` cases each on their own);
+        None if it crashed or hung with > 1 case."""
         n = len(cases)
         w = self._worker()
         if isinstance(w, Outcome):
@@ -432,7 +434,7 @@ class Isolator:
         what = "this case" if n == 1 else f"a batch of {n} cases"
         limit = self.timeout * n
         t0 = time.perf_counter()
-        ev = w.recv(limit) if w.send(("batch", cases, timing, False)) else _DEAD
+        ev = w.recv(limit) if w.send(("batch", cases, timing, False, alone)) else _DEAD
         if ev in (_TIMEOUT, _DEAD):
             self.stats["busy_s"] += time.perf_counter() - t0
         if ev == _TIMEOUT:

@@ -212,21 +212,19 @@ class Run:
         """Run ``case`` with the pending cases of its (op, target) as one batch; each outcome goes
         to ``deliver(case, target, outcome)`` as soon as it exists (default: judge it now)."""
         pend = self._pending[(target, case.op)]
+        batch = [case] + [c for cid, c in pend.items() if cid != case.id and (target, cid) not in self._verdicts]
+        # the first cases of each (target, op) run alone: a target that merges a batch into one
+        # model can only time the batch, so these give the op's own per-case latency. They go
+        # with the next batch in one hand-over (one message to an isolated target's worker)
         singles = self._singles.get((target, case.op), 0)
-        if singles < self.config.latency_cases:
-            # the first cases of each (target, op) run alone: a target that merges a batch into
-            # one model can only time the batch, so these give the op's own per-case latency
-            self._singles[(target, case.op)] = singles + 1
-            batch = [case]
-        else:
-            batch = [case] + [c for cid, c in pend.items()
-                              if cid != case.id and (target, cid) not in self._verdicts]
-            batch = batch[: max(1, self.config.batch_size)]
+        alone = min(len(batch), max(0, self.config.latency_cases - singles))
+        self._singles[(target, case.op)] = singles + alone
+        batch = batch[: alone + max(1, self.config.batch_size)]
         for c in batch:
             pend.pop(c.id, None)
 
         deliver = deliver or self._judge_now
-        self.execute(target, batch, lambda i, o: deliver(batch[i], target, o))
+        self.execute(target, batch, lambda i, o: deliver(batch[i], target, o), alone=alone)
 
     def _judge_now(self, case: Case, target: str, o) -> None:
         try:
@@ -234,8 +232,9 @@ class Run:
         except Exception as e:   # a harness bug: raised when this case's test asks
             self._verdicts[(target, case.id)] = e
 
-    def execute(self, target: str, cases: list[Case], on_outcome=None):
+    def execute(self, target: str, cases: list[Case], on_outcome=None, alone: int = 0):
         """Run a batch on a target; a batch that fails as a whole falls back to one at a time.
+        The first ``alone`` cases are each run on their own (``run([case])``), the rest together.
 
         Isolated targets run in a worker process (suite/isolation.py): a crash or hang is the
         ``crash`` / ``timeout`` verdict of the case in flight. Anything but one Outcome per
@@ -258,22 +257,28 @@ class Run:
         iso = self._isolator(target)
         if iso is not None:
             own0 = iso.stats["busy_s"] + iso.stats["worker_start_s"]
-            outs = iso.run(cases, self.timing, on_outcome=emit)
+            outs = iso.run(cases, self.timing, on_outcome=emit, alone=alone)
         else:
-            try:
-                outs = t.run(cases, self.timing)
-                if not isinstance(outs, (list, tuple)) or len(outs) != len(cases):
-                    raise RuntimeError("target returned a wrong number of outcomes")
-            except Exception:
-                outs = []
-                for c in cases:
-                    try:
-                        one = t.run([c], self.timing)
-                        outs.append(one[0] if isinstance(one, (list, tuple)) and len(one) == 1 else
-                                    Outcome.error(f"target returned {type(one).__name__} for one case, "
-                                                  f"not a list of one Outcome"))
-                    except Exception as e:
-                        outs.append(Outcome.error(f"{type(e).__name__}: {e}"))
+            def run_part(part: list[Case]) -> list:
+                try:
+                    got = t.run(part, self.timing)
+                    if not isinstance(got, (list, tuple)) or len(got) != len(part):
+                        raise RuntimeError("target returned a wrong number of outcomes")
+                    return list(got)
+                except Exception:
+                    got = []
+                    for c in part:
+                        try:
+                            one = t.run([c], self.timing)
+                            got.append(one[0] if isinstance(one, (list, tuple)) and len(one) == 1 else
+                                       Outcome.error(f"target returned {type(one).__name__} for one case, "
+                                                     f"not a list of one Outcome"))
+                        except Exception as e:
+                            got.append(Outcome.error(f"{type(e).__name__}: {e}"))
+                    return got
+            outs = [o for c in cases[:alone] for o in run_part([c])]
+            if cases[alone:]:
+                outs += run_part(cases[alone:])
         outs = check_outcomes(outs, len(cases))
         for o in outs:   # the target's own invoke time (info invoke_s: warm-up included), else its samples
             inv = o.info.get("invoke_s")
@@ -282,10 +287,12 @@ class Run:
             self.stats[f"invoke_s:{target}"] += inv
         for i, o in enumerate(outs):
             emit(i, o)
+        waited = time.perf_counter() - t0 - judging[0]
+        self.stats["target_wait_s"] += waited   # what the runner waited, messages and GIL waits included
         if iso is not None:   # the worker's own time (and its start-up), not the messages or our waits
             spent = iso.stats["busy_s"] + iso.stats["worker_start_s"] - own0
         else:
-            spent = time.perf_counter() - t0 - judging[0]
+            spent = waited
         self.stats["target_wall_s"] += spent
         self.stats[f"target_wall_s:{target}"] += spent   # per target (reports: suite/timing.py)
         self.stats[f"cases:{target}"] += len(cases)

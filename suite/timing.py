@@ -67,6 +67,7 @@ def summarize(stats: dict[str, float], wall_s: float, processes: int = 1) -> dic
             "invoke_s": round(sum(r["invoke_s"] for r in rows.values()), 3),
             "collect_s": round(stats.get("collect_s", 0.0), 3),
             "worker_start_s": round(stats.get("isolation_worker_start_s", 0.0), 3),
+            "target_wait_s": round(stats.get("target_wait_s", 0.0), 3),
             "harness_parts": harness_parts(stats, harness),
             "targets": rows}
 
@@ -130,7 +131,8 @@ def lines(doc: dict[str, Any]) -> list[str]:
                  f"{hp['analysis_s']:.1f} s{_hits(hp)}), report artefacts {hp['report_s']:.1f} s, pytest and the rest "
                  f"{hp['pytest_and_rest_s']:.1f} s")
     head += (f"\ncase generation and collection {doc.get('collect_s', 0.0):.1f} s; waits for target worker "
-             f"start-up {doc.get('worker_start_s', 0.0):.1f} s (part of the target time)")
+             f"start-up {doc.get('worker_start_s', 0.0):.1f} s (part of the target time); the runner waited "
+             f"{doc.get('target_wait_s', 0.0):.1f} s for the targets (their time, messages and thread switches)")
     out = [head, f"{'target':<12} {'cases':>6} {'target s':>9} {'cases/s':>9} {'% wall':>7} "
                  f"{'invoke s':>9} {'% wall':>7}"]
     for name, r in doc["targets"].items():

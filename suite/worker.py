@@ -6,7 +6,8 @@ file descriptors 0 and 1 are then pointed at /dev/null and stderr, so whatever a
 native runtime prints can never corrupt the protocol. Messages, parent -> worker::
 
     ("init", {"module", "qualname", "name", "options"}, sys_path, parent_pid)
-    ("batch", cases, timing, per_case)      # per_case: stream one outcome per case
+    ("batch", cases, timing, per_case[, alone])   # per_case: stream one outcome per case;
+                                            # alone: the first cases each run on their own
     ("close",)
 
 and worker -> parent::
@@ -116,7 +117,7 @@ def _transferable(o, pickle_error: Exception):
                          f"{type(pickle_error).__name__}: {pickle_error}"[:2000])
 
 
-def _run_batch(out_fd: int, target, cases, timing, per_case: bool) -> None:
+def _run_batch(out_fd: int, target, cases, timing, per_case: bool, alone: int = 0) -> None:
     from targets.base import Outcome
 
     def guarded(fn):
@@ -138,19 +139,26 @@ def _run_batch(out_fd: int, target, cases, timing, per_case: bool) -> None:
             except Exception as e:   # pickling failed before anything was written
                 send(out_fd, ("outcome", i, _transferable(o, e), busy))
         return
-    t0 = time.perf_counter()
-    outs = guarded(lambda: target.run(cases, timing))
-    if not isinstance(outs, (list, tuple)) or len(outs) != len(cases):   # as the in-process runner
-        outs = []
-        for c in cases:
+    def run_part(part):
+        got = guarded(lambda: target.run(part, timing))
+        if isinstance(got, (list, tuple)) and len(got) == len(part):
+            return list(got)
+        got = []   # as the in-process runner: one case at a time
+        for c in part:
             r = guarded(lambda: target.run([c], timing))
             if isinstance(r, (list, tuple)) and len(r) == 1:
-                outs.append(r[0])
+                got.append(r[0])
             elif isinstance(r, Outcome):
-                outs.append(r)
+                got.append(r)
             else:
-                outs.append(Outcome.error(f"target returned {type(r).__name__} for one case, "
-                                          f"not a list of one Outcome"))
+                got.append(Outcome.error(f"target returned {type(r).__name__} for one case, "
+                                         f"not a list of one Outcome"))
+        return got
+
+    t0 = time.perf_counter()
+    outs = [o for c in cases[:alone] for o in run_part([c])]
+    if cases[alone:]:
+        outs += run_part(cases[alone:])
     busy = time.perf_counter() - t0
     try:
         send(out_fd, ("outcomes", outs, busy))
@@ -191,8 +199,7 @@ def main() -> int:
         if msg is None or msg[0] == "close":
             break
         if msg[0] == "batch":
-            _, cases, timing, per_case = msg
-            _run_batch(out_fd, target, cases, timing, per_case)
+            _run_batch(out_fd, target, *msg[1:])
     try:
         target.close()
     except Exception:
