@@ -44,8 +44,11 @@ def run_suite(label: str = "default run", targets: str = DEFAULT_TARGETS, worker
               extra: list[str] | None = None, timeout: float = 3600) -> SuiteRow:
     with tempfile.TemporaryDirectory(prefix="qconform-bench-run-") as tmp:
         report = Path(tmp) / "report"
+        # the golden cache goes with the QNN context cache: cold with it, warm with it, off with it
+        golden = "off" if cache_dir == "off" else Path(cache_dir or Path(tmp) / "qnn") / "golden"
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--target={targets}",
-               f"--report-dir={report}", f"--cache-dir={cache_dir or Path(tmp) / 'qnn'}"]
+               f"--report-dir={report}", f"--cache-dir={cache_dir or Path(tmp) / 'qnn'}",
+               f"--golden-cache={golden}"]
         if workers:
             cmd += ["-n", str(workers)]
         if cases_per_op:

@@ -165,6 +165,8 @@ def activation_range(act: str, scale: float, zero_point: int, qmin: int, qmax: i
         raise QconformError(f"unknown fused_activation_function {act!r} (known: {', '.join(_ACT_RANGES)})",
                             field="attrs.fused_activation_function", rule="NONE, RELU, RELU6 or RELU_N1_TO_1")
     lo_v, hi_v = _ACT_RANGES[act]
+    if lo_v is None and hi_v is None:
+        return qmin, qmax
     s = np.float32(scale)
 
     def q(v):

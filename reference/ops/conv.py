@@ -40,8 +40,11 @@ Requantization, scheme by scheme (see reference/schemes.py):
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from suite.dtypes import DTYPES
 from suite.errors import QconformError
 
 from .. import arith
@@ -69,16 +72,28 @@ def _float_type(k: int, amax: int, bmax: int):
     return None
 
 
+_INT_RANGES: dict = {}
+
+
+def _int_range(dt) -> tuple[int, int]:
+    """(min, max) of an integer dtype, as Python ints (memoized: np.iinfo costs a microsecond)."""
+    r = _INT_RANGES.get(dt)
+    if r is None:
+        info = np.iinfo(dt)
+        r = _INT_RANGES[dt] = (int(info.min), int(info.max))
+    return r
+
+
 def _absmax(a: np.ndarray) -> int:
     """The largest |value| an integer array's dtype holds (int8: 128, uint8: 255, uint16: 65535)."""
-    info = np.iinfo(np.asarray(a).dtype)
-    return max(abs(int(info.min)), int(info.max))
+    lo, hi = _int_range(np.asarray(a).dtype)
+    return max(-lo, hi)
 
 
 def _span(a: np.ndarray) -> int:
     """The largest |q - z| for codes of the array's dtype (int8 / uint8: 255)."""
-    info = np.iinfo(np.asarray(a).dtype)
-    return int(info.max) - int(info.min)
+    lo, hi = _int_range(np.asarray(a).dtype)
+    return hi - lo
 
 
 def _wrap(acc: np.ndarray, scheme, bound: int | None = None) -> np.ndarray:
@@ -93,8 +108,8 @@ def _wrap(acc: np.ndarray, scheme, bound: int | None = None) -> np.ndarray:
 
 def _dev(x: np.ndarray, z: int) -> int:
     """Largest |q - z| for codes of the array's dtype."""
-    info = np.iinfo(x.dtype)
-    return max(int(info.max) - z, z - int(info.min))
+    lo, hi = _int_range(x.dtype)
+    return max(hi - z, z - lo)
 
 
 def _acc_bound(k: int, x: np.ndarray, z_in: int, w: np.ndarray, bias: np.ndarray) -> int:
@@ -284,37 +299,69 @@ def transpose_conv_acc(x: np.ndarray, z_in: int, w: np.ndarray, stride, pads, ou
     return buf[:, pt:pt + oh, pl:pl + ow, :].astype(np.int64)
 
 
-def fc_acc(x2: np.ndarray, z_in: int, w: np.ndarray, z_w: int = 0) -> np.ndarray:
-    """FULLY_CONNECTED accumulator without bias, int64 [B, O]: sum_k (w[o, k] - z_w) * (x[b, k] - z_in)
-    (reference_integer_ops::FullyConnected / FullyConnectedPerChannel).
+def _fc_sums(x2: np.ndarray, z_in: int, w: np.ndarray, z_w: int = 0) -> tuple[np.ndarray, float]:
+    """(sums, bound): sum_k (w[o, k] - z_w) * (x[b, k] - z_in) for every (b, o), [B, O], exact,
+    and a bound on their magnitude. The sums are a float array (float32 or float64) whose every
+    value is an exact integer, or int64 when no float type is exact; :func:`fc_acc` is the same
+    as int64.
 
     BLAS on d = x - z_in: every partial sum of w * d is an integer no larger than
-    max|w| * sum_k |d[b, k]| (the case's own bound), so float32 is exact while that is
-    <= 2^24, float64 while <= 2^53 (int64 beyond). One input row (a GEMV) is ``np.dot(w, d)``,
-    which converts the weights and calls gemv in one C call; a few rows convert the weights
-    once for one gemv per row; more rows make one gemm. The weight zero point is taken off
-    as z_w * sum_k d.
+    max|w| * sum_k |d[b, k]|, so float32 is exact while that is <= 2^24, float64 while <= 2^53
+    (int64 beyond). sum_k |d| is bounded by the dtypes (K * max|q - z_in|) and, when that bound
+    is too loose for float32, by the data (summed in float32 while K * max|q - z_in| <= 2^24,
+    exact, else in float64). d is formed in float32 directly when that is exact (codes of at
+    most 16 bits, |z_in| <= 2^23: |x - z_in| < 2^24). One input row (a GEMV) is
+    ``np.dot(w, d)``, which converts the weights and calls gemv in one C call; a few rows convert
+    the weights once for one gemv per row; more rows make one gemm. The weight zero point is
+    taken off as z_w * sum_k d (in float64 while exact, else in int64).
     """
     b, k = x2.shape
-    d = x2.astype(np.int64)
-    d -= z_in
-    bound = _absmax(w) * int(np.abs(d).sum(axis=1).max(initial=0))
-    ft = np.float32 if bound <= _F32_EXACT else np.float64 if bound <= _F64_EXACT else None
-    if ft is None:
-        acc = d @ w.astype(np.int64).T
+    wmax = _absmax(w)
+    if x2.dtype.kind in "iu" and x2.dtype.itemsize <= 2 and abs(int(z_in)) <= 2 ** 23:
+        d = x2.astype(np.float32)
+        if z_in:
+            d -= np.float32(z_in)
+        dmax = k * _dev(x2, int(z_in))
+        if dmax * wmax > _F32_EXACT:
+            a = np.abs(d)
+            dt = np.float32 if dmax <= _F32_EXACT else np.float64
+            dmax = float(a.sum(dtype=dt) if b == 1 else a.sum(axis=1, dtype=dt).max(initial=0.0))
     else:
-        df = d.astype(ft)                              # [B, K]
-        if b == 1:
-            r = np.dot(w, df[0])[None, :]
-        elif b <= _FC_GEMV_MAX:                        # OpenBLAS: a few gemv calls beat a skinny gemm
-            wf = w.astype(ft)
-            r = np.stack([wf @ df[j] for j in range(b)])
-        else:
-            r = df @ w.astype(ft).T
-        acc = r.astype(np.int64)
+        d = x2.astype(np.int64)
+        d -= z_in
+        dmax = int(np.abs(d).sum(axis=1).max(initial=0))
+    bound = wmax * dmax
+    ft = np.float32 if bound <= _F32_EXACT else np.float64 if bound <= _F64_EXACT else None
+    zbound = bound + abs(int(z_w)) * dmax              # with the weight zero point taken off
+    if ft is None:
+        acc = d.astype(np.int64) @ w.astype(np.int64).T
+        if z_w:
+            acc -= z_w * d.astype(np.int64).sum(axis=1)[:, None]
+        return acc, zbound
+    df = d if d.dtype == ft else d.astype(ft)      # [B, K], exact either way
+    if b == 1:
+        r = np.dot(w, df[0])[None, :]
+    elif b <= _FC_GEMV_MAX:                        # OpenBLAS: a few gemv calls beat a skinny gemm
+        wf = w.astype(ft)
+        r = np.stack([wf @ df[j] for j in range(b)])
+    else:
+        r = df @ w.astype(ft).T
     if z_w:
-        acc -= z_w * d.sum(axis=1)[:, None]
-    return acc
+        dsum = df.sum(axis=1, dtype=np.float64)[:, None]           # exact: |sum| <= dmax
+        if zbound <= _F64_EXACT:
+            r = r.astype(np.float64)
+            r -= z_w * dsum
+        else:
+            r = r.astype(np.int64)
+            r -= int(z_w) * dsum.astype(np.int64)
+    return r, zbound
+
+
+def fc_acc(x2: np.ndarray, z_in: int, w: np.ndarray, z_w: int = 0) -> np.ndarray:
+    """FULLY_CONNECTED accumulator without bias, int64 [B, O]: sum_k (w[o, k] - z_w) * (x[b, k] - z_in)
+    (reference_integer_ops::FullyConnected / FullyConnectedPerChannel); see :func:`_fc_sums`."""
+    acc = _fc_sums(x2, z_in, w, z_w)[0]
+    return acc if acc.dtype == np.int64 else acc.astype(np.int64)
 
 
 def batch_matmul_acc(a: np.ndarray, z_a: int, b: np.ndarray, z_b: int) -> np.ndarray:
@@ -535,16 +582,61 @@ def transpose_conv(case, scheme):
     return [_finish(case, scheme, acc, bias, bound, scale(x_t), w_t, scale(case.outputs[0]), o)]
 
 
+def _bias_codes(case, idx: int, n: int) -> np.ndarray | None:
+    """The bias of input ``idx`` as stored ([n], its own dtype), None if the case has none
+    (the checks of :func:`_bias`)."""
+    if len(case.inputs) <= idx or case.inputs[idx].data is None:
+        return None
+    b = case.inputs[idx]
+    size = math.prod(b.shape)
+    if size != n:
+        raise QconformError(f"bias has {size} values, the op has {n} output channels",
+                            field=f"inputs[{idx}].shape", rule="one bias per output channel")
+    return np.asarray(b.data).reshape(n)
+
+
+_HALF_DOWN = 0.49999999999999994     # the largest double below 0.5
+
+
+def _fc_round_double(sums: np.ndarray, bias, real, z_out: int, lo: int, hi: int, storage) -> np.ndarray:
+    """LiteRT's reference FULLY_CONNECTED requantization (:func:`_requantize_double_round`) in
+    float64 straight from the exact float sums, in a few in-place passes. The caller has proven
+    |sums + bias| <= INT32_MAX (no int32 wrap) and |acc * real| < 2^31 - 1 for every value (so
+    none takes the out-of-range INT32_MIN branch: |v| <= fl(max|acc| * max|real|), rounding is
+    monotone). Then:
+
+    * acc = sums + bias in float64 is exact, and v = acc * real is the kernel's double product;
+    * clamp(round(v) + z, lo, hi) == round(clamp(v, lo - z, hi - z)) + z: round is monotone and
+      keeps integers, and lo - z, hi - z are integers;
+    * std::round on |v| < 2^52: trunc(v + copysign(0.49999999999999994, v)). With 0.5 instead,
+      0.49999999999999994 + 0.5 would round up to 1.0; with the largest double below 0.5 every
+      tie n + 0.5 still reaches n + 1 (n + 1 - 2^-54 rounds up for n >= 1, ties to even 1.0
+      for n = 0), and nothing below a tie does. With z_out = 0 the truncation is the cast to
+      the integer storage type itself (float to int conversion truncates toward zero; the
+      values lie within lo - 0.5 .. hi + 0.5).
+    """
+    acc = sums.astype(np.float64) if bias is None else np.add(sums, bias, dtype=np.float64)
+    acc *= real
+    np.minimum(acc, hi - z_out, out=acc)
+    np.maximum(acc, lo - z_out, out=acc)
+    acc += np.copysign(_HALF_DOWN, acc)
+    if z_out:
+        np.trunc(acc, out=acc)
+        acc += z_out
+    return acc.astype(storage)
+
+
 @register("FULLY_CONNECTED")
 def fully_connected(case, scheme):
     x_t, w_t = case.inputs[0], case.inputs[1]
     _check_rank(case, 1, 2, "weights [out, in]")
     _check_weight_axis(case, 0)
     o, k = w_t.shape
-    if x_t.size % k:
-        raise QconformError(f"input has {x_t.size} elements, not a multiple of the {k} weight columns",
+    x_size = math.prod(x_t.shape)
+    if x_size % k:
+        raise QconformError(f"input has {x_size} elements, not a multiple of the {k} weight columns",
                             field="inputs[0].shape", rule="FULLY_CONNECTED input size")
-    batch = x_t.size // k
+    batch = x_size // k
     if case.attrs.get("keep_num_dims"):
         if x_t.shape[-1] != k:
             raise QconformError(f"last input dimension must be {k} with keep_num_dims",
@@ -556,22 +648,39 @@ def fully_connected(case, scheme):
     x2 = np.asarray(x_t.data).reshape(batch, k)
     w = np.asarray(w_t.data).reshape(o, k)
     z_w = 0 if w_t.per_axis else zp(w_t)
-    bias = _bias(case, 2, o)
-    acc = fc_acc(x2, zp(x_t), w, z_w)
-    acc += bias
-    bound = None if z_w else _acc_bound(k, x2, zp(x_t), w, bias)
+    bias = _bias_codes(case, 2, o)
     out = case.outputs[0]
     lo, hi = act_range(case, out)
-    s_in, s_out = scale(x_t), scale(out)
-    s_w = _weight_scales(w_t, o)
+    s_in, s_out, z_out = scale(x_t), scale(out), zp(out)
+    s_w = _weight_scales(w_t, o) if w_t.per_axis else None
+    fast = _is_litert_ref(scheme) and (bias is None or (bias.dtype.kind in "iu" and bias.dtype.itemsize <= 4))
+    if fast:
+        if s_w is None:       # per-tensor: the same double expression as the per-channel array's
+            real = s_in * scale(w_t) / s_out
+            rmax = abs(real)
+        else:
+            real = np.float64(s_in) * s_w / np.float64(s_out)
+            rmax = float(np.abs(real).max(initial=0.0))
+        bmax = 0 if bias is None or not bias.size else max(int(bias.max()), -int(bias.min()))
+    sums, bound = _fc_sums(x2, zp(x_t), w, z_w)
+    if fast and sums.dtype.kind == "f":
+        amax = bound + bmax                        # >= every |sums + bias|
+        if amax <= arith.INT32_MAX and amax * rmax < arith.INT32_MAX:     # False for inf / nan too
+            return [_fc_round_double(sums, bias, real, z_out, lo, hi, DTYPES[out.dtype].storage)]
+    acc = sums.astype(np.int64) if sums.dtype.kind == "f" else sums
+    bias = np.zeros(o, np.int64) if bias is None else bias.astype(np.int64)
+    acc += bias
+    bound = None if z_w else _acc_bound(k, x2, zp(x_t), w, bias)
+    if s_w is None:
+        s_w = _weight_scales(w_t, o)
     if _is_litert_ref(scheme):
         real = np.float64(s_in) * s_w / np.float64(s_out)
-        return [_requantize_double_round(_wrap(acc, scheme, bound), real, zp(out), lo, hi)]
+        return [_requantize_double_round(_wrap(acc, scheme, bound), real, z_out, lo, hi)]
     if w_t.per_axis or not scheme.is_fixed:
         real = _channel_multiplier(scheme, s_in, s_w, s_out)
     else:
         real = _product_multiplier(scheme, s_in, float(s_w[0]), s_out)
-    return [_requantize(scheme, _wrap(acc, scheme, bound), real, zp(out), lo, hi)]
+    return [_requantize(scheme, _wrap(acc, scheme, bound), real, z_out, lo, hi)]
 
 
 @register("BATCH_MATMUL")
