@@ -6,7 +6,7 @@ Sections, in order: alerts (interrupted run, waiver problems), the op x target m
 (coloured by bit-exact %, failures outlined), the summary table, mismatch causes
 (unexplained first), per-op error histograms in LSB, latency per op and target,
 failing cases with their reproduction commands, unsupported cases, the run's facts.
-Charts are PNGs embedded as base64 data URIs; tables sort by clicking a header.
+Charts are SVGs made with matplotlib, embedded as data URIs; tables sort by clicking a header.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ td.cell{text-align:center;min-width:6em}td.cell.failing{outline:3px solid #000;o
 .note{background:#fff8e1;border:1px solid #f1c40f;padding:.5em 1em;margin:.6em 0}
 code{font-size:12px;background:#f6f6f6;padding:1px 3px;word-break:break-all}
 img{max-width:100%;border:1px solid #eee;margin:4px}
-.hists{display:flex;flex-wrap:wrap;gap:6px}
 .muted{color:#777}.wide{overflow-x:auto}.wide td{white-space:nowrap}
 """
 
@@ -69,11 +68,12 @@ def _fmt(v: Any) -> str:
     return f(v)
 
 
-def _img(png: bytes, alt: str, id_: str | None = None, cls: str | None = None) -> str:
-    b64 = base64.b64encode(png).decode()
+def _img(svg: bytes, alt: str, id_: str | None = None, cls: str | None = None) -> str:
+    """An SVG chart as an <img> with a data URI (one document per chart: its ids cannot clash)."""
+    b64 = base64.b64encode(svg).decode()
     attrs = f' id="{id_}"' if id_ else ""
     attrs += f' class="{cls}"' if cls else ""
-    return f'<img{attrs} alt="{_e(alt)}" src="data:image/png;base64,{b64}">'
+    return f'<img{attrs} alt="{_e(alt)}" src="data:image/svg+xml;base64,{b64}">'
 
 
 def _table(cols: list[str], rows: list[list[Any]], id_: str | None = None, numeric: set[str] = frozenset(),
@@ -190,7 +190,7 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
                                                            and math.isnan(v["bit_exact_pct"]))
                    else float(v["bit_exact_pct"])) for k, v in s.items()}
         failed = {k: int(v.get("failed") or 0) + int(v.get("errors") or 0) for k, v in s.items()}
-        parts.append(_img(plots.matrix_png(ops, targets, pct, failed), "bit-exact matrix", "matrix-plot"))
+        parts.append(_img(plots.matrix_svg(ops, targets, pct, failed), "bit-exact matrix", "matrix-plot"))
 
     # ---- summary
     parts.append('<h2 id="summary-section">Summary per op and target</h2>')
@@ -218,7 +218,7 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
         cols = ["op", "target", "unexplained", "saturation", "scheme", "tie", "mismatches", "best_scheme",
                 "best_scheme_exact_pct"]
         parts.append(_table(cols, crow, "causes", set(cols[2:7] + ["best_scheme_exact_pct"])))
-        parts.append(_img(plots.causes_png([f"{x[0]} @ {x[1]}" for x in crow],
+        parts.append(_img(plots.causes_svg([f"{x[0]} @ {x[1]}" for x in crow],
                                            {c: [x[2 + i] for x in crow] for i, c in
                                             enumerate(["unexplained", "saturation", "scheme", "tie"])}),
                           "mismatch causes", "causes-plot"))
@@ -231,16 +231,19 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
     for r in rows:
         if r.get("elements") is not None and r.get("status") != UNSUPPORTED:
             by_op[r["op"]][r["target"]].append(r)
-    imgs, exact_ops = [], []
+    hists, exact_ops = {}, []
     for op in ops:
-        hists = {t: merge_hist(rs) for t, rs in by_op.get(op, {}).items()}
-        hists = {t: h for t, h in hists.items() if h}
-        if hists and all(set(h) <= {"0"} for h in hists.values()):
-            exact_ops.append(op)   # every target bit-exact: a one-bar chart says nothing (and costs 0.1 s)
-        elif hists:
-            imgs.append(_img(plots.histogram_png(op, hists, hist_key_order), f"{op} error histogram",
-                             f"hist-{op}", "histogram"))
-    parts.append(f'<div class="hists">{"".join(imgs)}</div>' if imgs else "<p>No mismatching outputs.</p>")
+        h = {t: merge_hist(rs) for t, rs in by_op.get(op, {}).items()}
+        h = {t: v for t, v in h.items() if v}
+        if h and all(set(v) <= {"0"} for v in h.values()):
+            exact_ops.append(op)   # every target bit-exact: a one-bar chart says nothing
+        elif h:
+            hists[op] = h
+    if hists:   # one figure of small multiples: one savefig instead of one per op
+        parts.append(_img(plots.histograms_svg(hists, targets, hist_key_order),
+                          f"error histograms: {', '.join(hists)}", "histograms-plot", "histogram"))
+    else:
+        parts.append("<p>No mismatching outputs.</p>")
     if exact_ops:
         parts.append(f"<p>Every compared output bit-exact on every target (no histogram): "
                      f"{_e(', '.join(exact_ops))}.</p>")
@@ -251,7 +254,7 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
                                                            and math.isnan(v["p50_latency_us"]))
                else float(v["p50_latency_us"])) for k, v in s.items()}
     if any(v for v in p50.values()):
-        parts.append(_img(plots.latency_png(ops, targets, p50), "latency chart", "latency-plot"))
+        parts.append(_img(plots.latency_svg(ops, targets, p50), "latency chart", "latency-plot"))
         lat_rows = [[op] + [p50.get((op, t)) for t in targets] for op in ops]
         parts.append(_table(["op"] + [f"{t} p50 µs" for t in targets], lat_rows, "latency",
                             {f"{t} p50 µs" for t in targets}))
