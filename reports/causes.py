@@ -66,16 +66,34 @@ def error_histogram(errors: Iterable[np.ndarray]) -> dict[str, int]:
     return out
 
 
+def scheme_stack(case, golden: Callable[[str], list[np.ndarray]], names: list[str]) -> tuple[list[str], np.ndarray]:
+    """The goldens of ``names`` as one int64 matrix [schemes, elements] of codes (float32: ordinals),
+    the case's outputs raveled one after the other; a scheme without a golden is left out
+    (no count rather than a wrong one). Returns (the schemes kept, the matrix)."""
+    kept, rows = [], []
+    for name in names:
+        try:
+            outs = golden(name)
+        except Exception:
+            continue
+        rows.append(np.concatenate([_ordinal(o, s.dtype).ravel() for o, s in zip(outs, case.outputs)]
+                                   or [np.zeros(0, np.int64)]))
+        kept.append(name)
+    return kept, (np.stack(rows) if rows else np.zeros((0, 0), np.int64))
+
+
 def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
             golden: Callable[[str], list[np.ndarray]], run_scheme: str,
-            schemes: list[str] | None = None) -> dict:
+            schemes: list[str] | None = None, stack=None) -> dict:
     """Per-scheme exact counts, mismatch causes and the error histogram of one result.
 
     ``errors`` are got - want per output (``Comparison.errors``: LSB, or ULP for float32),
     ``want`` the golden under ``run_scheme``, ``golden(name)`` the (cached) golden under
-    another scheme. Returns the row fields ``scheme_exact`` ({scheme: exactly reproduced
-    elements}), and when anything mismatches ``causes`` ({label: elements}),
-    ``cause_schemes`` ({scheme: mismatching elements it reproduces}) and ``err_hist``.
+    another scheme; ``stack(names)``, if given, is :func:`scheme_stack` of this case (the
+    runner keeps it for the case's other targets). Returns the row fields ``scheme_exact``
+    ({scheme: exactly reproduced elements}), and when anything mismatches ``causes``
+    ({label: elements}), ``cause_schemes`` ({scheme: mismatching elements it reproduces}) and
+    ``err_hist``. All schemes are compared in one pass over a [schemes, elements] matrix.
     """
     from reference.schemes import kernel_schemes
     from suite.dtypes import DTYPES
@@ -86,28 +104,23 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
     mism = [e != 0 for e in errors]
     n_mism = int(sum(int(m.sum()) for m in mism))
 
+    others = [n for n in names if n != run_scheme]
+    kept, mat = stack(others) if stack is not None else scheme_stack(case, golden, others)
+    got_flat = np.concatenate([g.ravel() for g in got] or [np.zeros(0, np.int64)])
+    mism_flat = np.concatenate([m.ravel() for m in mism] or [np.zeros(0, bool)])
+    eq = mat == got_flat                                   # [schemes, elements]
+    totals = dict(zip(kept, eq.sum(axis=1).tolist()))
+    hits = dict(zip(kept, (eq & mism_flat).sum(axis=1).tolist())) if n_mism else {}
     scheme_exact: dict[str, int] = {}
-    explained = [np.zeros(m.shape, bool) for m in mism]
-    cause_schemes: dict[str, int] = {}
     for name in names:
         if name == run_scheme:
-            scheme_exact[name] = int(sum(int((~m).sum()) for m in mism))
-            continue
-        try:
-            outs = golden(name)
-        except Exception:       # a golden without this scheme: no count rather than a wrong one
-            continue
-        total, hits = 0, 0
-        for k, (o, g, s) in enumerate(zip(outs, got, specs)):
-            eq = _ordinal(o, s.dtype).reshape(g.shape) == g
-            total += int(eq.sum())
-            if n_mism:
-                h = eq & mism[k]
-                hits += int(h.sum())
-                explained[k] |= h
-        scheme_exact[name] = total
-        if hits:
-            cause_schemes[name] = hits
+            scheme_exact[name] = int(len(mism_flat) - n_mism)
+        elif name in totals:
+            scheme_exact[name] = int(totals[name])
+    cause_schemes = {n: int(hits[n]) for n in names if hits.get(n)}
+    explained_flat = (eq & mism_flat).any(axis=0) if n_mism and len(kept) else np.zeros(mism_flat.shape, bool)
+    explained = [part.reshape(m.shape) for part, m in
+                 zip(np.split(explained_flat, np.cumsum([m.size for m in mism])[:-1]), mism)]
     out: dict = {"scheme_exact": scheme_exact}
     if not n_mism:
         return out

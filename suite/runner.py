@@ -27,6 +27,7 @@ from .tolerance import Policy, Tolerance, load_policy
 DEFAULT_REPORT_DIR = "reports/latest"
 DEFAULT_BATCH = 64
 GOLDEN_CACHE_BYTES = 256 << 20   # goldens kept per worker (all schemes), least recently used go first
+STACKS_KEPT = 256                # cases whose other-scheme goldens are kept stacked for the cause analysis
 
 
 @dataclass
@@ -122,6 +123,7 @@ class Run:
             from .golden_cache import GoldenCache
             self._disk = GoldenCache(Path(config.golden_cache))
         self._plan: list[tuple[Case, str]] = []
+        self._stacks: OrderedDict = OrderedDict()   # (digest, schemes) -> reports.causes.scheme_stack
         self._pipeline = None   # suite.pipeline.Pipeline while the planned batches run ahead of the tests
 
     # ---- set-up
@@ -367,12 +369,24 @@ class Run:
         t0 = time.perf_counter()
         try:
             out = analyse(case, cmp.errors, want, lambda s: self.golden(case, s),
-                          self.config.scheme or DEFAULT_SCHEME)
+                          self.config.scheme or DEFAULT_SCHEME, stack=lambda names: self._scheme_stack(case, names))
         except Exception as e:   # recorded in the row, never silently dropped
             out = {"analysis_error": f"{type(e).__name__}: {e}"}
         out["analysis_s"] = round(time.perf_counter() - t0, 6)
         self.stats["analysis_s"] += out["analysis_s"]
         return out
+
+    def _scheme_stack(self, case: Case, names: list[str]):
+        """reports.causes.scheme_stack of ``case``, kept for its other targets (the last
+        STACKS_KEPT cases: a case's targets are judged close together, within its op)."""
+        from reports.causes import scheme_stack
+        key = (self.digest(case), tuple(names))
+        hit = self._stacks.get(key)
+        if hit is None:
+            hit = self._stacks[key] = scheme_stack(case, lambda s: self.golden(case, s), names)
+            while len(self._stacks) > STACKS_KEPT:
+                self._stacks.popitem(last=False)
+        return hit
 
     def repro_command(self, case: Case, target: str, failure_file: Path | None = None) -> str:
         t = shlex.quote(target)

@@ -10,9 +10,5 @@ def test_case(qc_verdict):
     v = qc_verdict
     if v.status == "unsupported":
         pytest.skip(f"unsupported on {v.target}: {v.reason}")
-    if v.status == "waived":
-        pytest.xfail(f"waived: {v.reason}")
-    if v.finding is not None:   # a known runtime bug (suite/findings.toml): shown, labelled, not hidden
-        pytest.xfail(f"known finding {v.finding.id} ({v.status}): {v.finding.reason}")
-    if v.status != "pass":
+    if v.status != "pass":   # waived and known findings carry an xfail mark (suite/plugin.py)
         pytest.fail(v.message(), pytrace=False)
