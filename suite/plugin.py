@@ -241,7 +241,9 @@ def _configure(config):
         resume.done = recorded(Path(rc.report_dir), run_id, resume.offset)
         state["resume"] = resume
         state["resume_need"] = (len(devices) if o.device and o.device_dist == "each" else 1)
-    if not config.option.collectonly:
+    # the targets' workers start now, while the cases are generated and collected; not for
+    # --collect-only, nor in an xdist controller (its workers run the tests, each its own Run)
+    if not config.option.collectonly and getattr(config.option, "dist", "no") == "no":
         run.prestart()
     if workerinput is None:
         if resume is None:
