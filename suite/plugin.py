@@ -82,6 +82,10 @@ def pytest_addoption(parser):
     g.addoption("--golden-cache", default=None, metavar="DIR",
                 help="goldens kept between runs, keyed by case digest and the golden's own source "
                      "(default $QCONFORM_GOLDEN_CACHE or ~/.cache/qconform/golden; 'off': none)")
+    g.addoption("--test-protocol", default="lean", choices=["lean", "pytest"],
+                help="'lean' (default): the plugin makes each conformance test's reports itself, as "
+                     "pytest would (no per-test fixtures, capture or set-up/call hooks); 'pytest': "
+                     "pytest's full protocol (used anyway with --pdb/--trace; see docs/performance.md)")
     g.addoption("--pipeline", default="on", choices=["on", "off"],
                 help="'on' (default): the targets run the planned batches while pytest reports earlier "
                      "ones (isolated targets, no xdist); 'off': each batch when its first test asks "
@@ -231,8 +235,9 @@ def _configure(config):
         preloaded = load_case_files(rc.case_files)
         if rc.ops:
             preloaded = [c for c in preloaded if c.op in rc.ops]
+    lean = (o.test_protocol == "lean" and not getattr(o, "usepdb", False) and not getattr(o, "trace", False))
     state = {"run": run, "skipped": skipped, "controller": workerinput is None, "cases": preloaded,
-             "t0": time.perf_counter(), "worker_stats": []}
+             "t0": time.perf_counter(), "worker_stats": [], "lean": lean}
     setattr(config, _KEY, state)
     if resume is not None:   # recorded pairs: from the bytes present when the controller started
         from .resume import recorded, repair_tail
@@ -432,26 +437,36 @@ def pytest_cmdline_main(config):
 
 # ----------------------------------------------------------------------------- verdicts
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """``--test-protocol lean``: a conformance test's reports made by the plugin (suite/lean.py)."""
+    st = _state(item.config)
+    if st is None or not st.get("lean"):
+        return None
+    from . import lean
+    if not lean.is_conformance_item(item):
+        return None
+    return lean.run_item(item, st["run"])
+
+
 @pytest.fixture
 def qc_verdict(request, qc_pair):
-    """The verdict of this (case, target) pair; target errors surface as pytest ERROR."""
+    """The verdict of this (case, target) pair; target errors surface as pytest ERROR
+    (``--test-protocol pytest``; the lean protocol makes the same reports, suite/lean.py)."""
+    from .lean import ERROR_STATUSES, properties, xfail_reason
     st = _state(request.config)
     case, target = qc_pair
     v = st["run"].verdict(case, target)
     # JUnit XML (--junitxml) carries these as <property> of each testcase (works under xdist)
-    for k in ("status", "bit_exact", "max_abs_lsb", "mismatches", "elements", "p50_us", "repro"):
-        if v.row.get(k) is not None:
-            request.node.user_properties.append((f"qconform.{k}", v.row[k]))
-    if v.status in ("error", "crash", "timeout", "infra") and v.finding is None:
+    request.node.user_properties.extend(properties(v))
+    why = xfail_reason(v)
+    if v.status in ERROR_STATUSES and why is None:
         raise QcTargetError(v.message())
     # a waived failure or a known runtime bug (suite/findings.toml): shown as XFAIL, labelled, not
     # hidden. As a mark (the test then fails with pytrace=False): pytest.xfail() would have pytest
     # format a traceback for every such test
-    if v.status == "waived":
-        request.applymarker(pytest.mark.xfail(reason=f"waived: {v.reason}", strict=False))
-    elif v.finding is not None:
-        request.applymarker(pytest.mark.xfail(reason=f"known finding {v.finding.id} ({v.status}): "
-                                                     f"{v.finding.reason}", strict=False))
+    if why is not None:
+        request.applymarker(pytest.mark.xfail(reason=why, strict=False))
     return v
 
 

@@ -157,3 +157,45 @@ def test_golden_cache_is_keyed_by_the_goldens_own_source_and_survives_a_broken_f
     broken.save()
     assert gc.GoldenCache(tmp_path).get("d1", "s") is not None   # ... and the file replaced
     assert gc.folder_of("off") is None and gc.folder_of(str(tmp_path)) == tmp_path
+
+
+# ----------------------------------------------------------------------------- the lean test protocol
+
+def _junit(path):
+    import xml.etree.ElementTree as ET
+    out = {}
+    for tc in ET.parse(path).getroot().iter("testcase"):
+        kinds = tuple((c.tag, c.get("type"), (c.get("message") or "")[:60]) for c in tc if c.tag != "properties")
+        props = tuple(sorted((p.get("name"), p.get("value")) for p in tc.iter("property")
+                             if p.get("name") != "qconform.p50_us"))   # latency: run to run
+        out[tc.get("name")] = (kinds, props)
+    return out
+
+
+def test_lean_protocol_reports_what_pytests_own_protocol_reports(run_suite, tmp_path):
+    # pass, fail (htp DEPTHWISE), error (htp BATCH_MATMUL), skip (unsupported), xfail (known findings)
+    args = ("--target=tflite-ref,htp", "--ops", "ADD,DEPTHWISE_CONV_2D,BATCH_MATMUL,EQUAL,DEQUANTIZE", "-rA")
+    out = {}
+    for proto in ("lean", "pytest"):
+        p, rd = run_suite(*args, "--test-protocol", proto, f"--junitxml={tmp_path / proto}.xml",
+                          report_dir=tmp_path / proto)
+        assert p.returncode in (0, 1), p.stdout[-3000:] + p.stderr[-3000:]
+        lines = sorted(ln.split(" - ")[0] for ln in p.stdout.splitlines()
+                       if ln.startswith(("PASSED", "FAILED", "ERROR", "XFAIL")))
+        tail = [ln for ln in p.stdout.splitlines() if " in " in ln and "passed" in ln][-1].split(" in ")[0]
+        junit = {k: (kinds, tuple((n, v.replace(str(rd), "RUN_DIR")) for n, v in props))
+                 for k, (kinds, props) in _junit(tmp_path / f"{proto}.xml").items()}
+        out[proto] = (p.returncode, tail, lines, junit)
+    lean, full = out["lean"], out["pytest"]
+    assert lean[0] == full[0] and lean[1] == full[1] and lean[2] == full[2]
+    assert lean[3] == full[3]                       # JUnit XML: each test's outcome and properties
+    for kind in ("skipped", "xfailed", "passed"):
+        assert kind in lean[1]
+
+
+def test_lean_protocol_honours_maxfail(run_suite, tmp_path):
+    p, _ = run_suite("--target=tests.spine_targets:OffByOne", "--ops", "ADD,MUL", "--cases-per-op", "6",
+                     "--maxfail=1")
+    assert p.returncode == 1
+    assert "stopping after 1 failures" in p.stdout
+    assert "1 failed, 7 passed" in p.stdout      # ADD-qnn_u8-001 is the 8th of 24 tests
