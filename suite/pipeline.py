@@ -60,6 +60,7 @@ class Pipeline:
         self.runner_done = False
         self.judged = 0
         self.busy = False   # the runner is inside a batch
+        self.outstanding: set = set()   # (target, case id) handed to a target, not yet judged
         self._switch = sys.getswitchinterval()
         sys.setswitchinterval(SWITCH_INTERVAL)
         self.runner = threading.Thread(target=self._guard, args=(self._run_plan,), name="qconform-runner",
@@ -114,13 +115,17 @@ class Pipeline:
                     continue   # an urgent pair that was batched meanwhile
                 self.busy = True
                 try:
-                    self.run._run_batch(case, target, deliver=self._deliver)
+                    self.run._run_batch(case, target, deliver=self._deliver, on_batch=self._handed)
                 finally:
                     self.busy = False
         finally:
             with self.cv:
                 self.runner_done = True
                 self.cv.notify_all()
+
+    def _handed(self, target: str, batch) -> None:
+        with self.cv:
+            self.outstanding.update((target, c.id) for c in batch)
 
     def _deliver(self, case, target: str, outcome) -> None:
         self.judge_q.put((case, target, outcome))
@@ -139,6 +144,7 @@ class Pipeline:
                 v = e
             with self.cv:
                 self.run._verdicts[(target, case.id)] = v
+                self.outstanding.discard((target, case.id))
                 self.judged += 1
                 self.cv.notify_all()
 
@@ -154,10 +160,14 @@ class Pipeline:
                     raise self.error
                 if self.runner_done:
                     raise RuntimeError(f"the pipeline's runner ended before {case.id} on {target} ran")
-                if not asked and case.id in self.run._pending.get((target, case.op), ()):
-                    self.urgent.append((case, target))   # not reached yet: next
-                    asked = True
-                    self.cv.notify_all()
+                if not asked:
+                    pend = self.run._pending[(target, case.op)]
+                    if case.id not in pend and key not in self.outstanding:
+                        pend[case.id] = case   # asked again (a re-run test): run it again
+                    if case.id in pend:
+                        self.urgent.append((case, target))   # not reached yet: next
+                        asked = True
+                        self.cv.notify_all()
                 self.cv.wait(0.5)
             v = self.run._verdicts.pop(key)
             self.cv.notify_all()

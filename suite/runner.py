@@ -210,7 +210,7 @@ class Run:
         return hit
 
     # ---- execution
-    def _run_batch(self, case: Case, target: str, deliver=None) -> None:
+    def _run_batch(self, case: Case, target: str, deliver=None, on_batch=None) -> None:
         """Run ``case`` with the pending cases of its (op, target) as one batch; each outcome goes
         to ``deliver(case, target, outcome)`` as soon as it exists (default: judge it now)."""
         pend = self._pending[(target, case.op)]
@@ -222,6 +222,8 @@ class Run:
         alone = min(len(batch), max(0, self.config.latency_cases - singles))
         self._singles[(target, case.op)] = singles + alone
         batch = batch[: alone + max(1, self.config.batch_size)]
+        if on_batch is not None:   # told before the cases leave the pending list (suite/pipeline.py)
+            on_batch(target, batch)
         for c in batch:
             pend.pop(c.id, None)
 

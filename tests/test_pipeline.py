@@ -199,3 +199,18 @@ def test_lean_protocol_honours_maxfail(run_suite, tmp_path):
     assert p.returncode == 1
     assert "stopping after 1 failures" in p.stdout
     assert "1 failed, 7 passed" in p.stdout      # ADD-qnn_u8-001 is the 8th of 24 tests
+
+
+def test_a_test_asked_again_gets_a_fresh_verdict(tmp_path, monkeypatch):
+    # e.g. pytest-rerunfailures runs a test again: its pair is run again, not waited for forever
+    monkeypatch.setenv("QCONFORM_FAULTS", "{}")
+    cases = generate(["ADD"], 4, 0)
+    run, name = _faulty_run(tmp_path, cases)
+    assert run.start_pipeline()
+    try:
+        first = [run.verdict(c, name) for c in cases]
+        again = run.verdict(cases[1], name)
+    finally:
+        run.close()
+    assert again is not first[1] and again.status == first[1].status == "pass"
+    assert [r["case_id"] for r in _rows(tmp_path / "rep")].count(cases[1].id) == 2
