@@ -108,7 +108,7 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
     kept, mat = stack(others) if stack is not None else scheme_stack(case, golden, others)
     got_flat = np.concatenate([g.ravel() for g in got] or [np.zeros(0, np.int64)])
     mism_flat = np.concatenate([m.ravel() for m in mism] or [np.zeros(0, bool)])
-    eq = mat == got_flat                                   # [schemes, elements]
+    eq = mat == got_flat if kept else np.zeros((0, got_flat.size), bool)   # [schemes, elements]
     totals = dict(zip(kept, eq.sum(axis=1).tolist()))
     hits = dict(zip(kept, (eq & mism_flat).sum(axis=1).tolist())) if n_mism else {}
     scheme_exact: dict[str, int] = {}

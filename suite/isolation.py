@@ -133,8 +133,8 @@ class Worker:
 
     def wait_ready(self):
         """The worker's first message ("ready" or why not), waiting for it if not yet read."""
-        if self.ready is None:
-            self.ready = self.recv(max(0.0, self.start_timeout - (time.perf_counter() - self.started)))
+        if self.ready is None:   # the start-up limit counts from now: a worker started early may
+            self.ready = self.recv(self.start_timeout)   # have waited long for its first batch
         return self.ready
 
     @property
@@ -273,6 +273,7 @@ class Isolator:
         self.per_case = batches_per_case(target)
         self.worker: Worker | None = None
         self._early: Worker | None = None   # started by prestart(), not yet waited for
+        self._starting: Worker | None = None   # being waited for (cancel() kills it too)
         # busy_s: the workers' own time on cases (as they report it; a crash or hang: the wait)
         self.stats = {"workers_started": 0, "worker_start_s": 0.0, "crashes": 0, "timeouts": 0, "busy_s": 0.0}
         self.cancelled = False
@@ -281,7 +282,7 @@ class Isolator:
         """Stop at once (from another thread, e.g. an interrupted pipelined run): the worker is
         killed, so the batch in flight ends, and no new worker starts."""
         self.cancelled = True
-        for w in (self.worker, self._early):
+        for w in (self.worker, self._early, self._starting):
             if w is not None:
                 w.kill()
 
@@ -294,18 +295,25 @@ class Isolator:
     # ---- worker lifecycle
     def _worker(self) -> Worker | Outcome:
         """The live worker, starting one if needed; an Outcome if it could not start."""
+        if self.cancelled:
+            return Outcome.error("the run was stopped before this case ran", status="infra")
         if self.worker is not None and self.worker.proc.poll() is None:
             return self.worker
         self._discard()
-        if self.cancelled:
-            return Outcome.error("the run was stopped before this case ran", status="infra")
         # the start-up counted is the wait for it (a prestarted worker's head start overlapped
         # the harness's own work: counting it too would overlap the target times)
         t0 = time.perf_counter()
         w, self._early = (self._early or Worker(self.spec, self.start_timeout, wait=False)), None
-        ev = w.wait_ready()
+        self._starting = w
+        try:
+            ev = w.wait_ready()
+        finally:
+            self._starting = None
         self.stats["workers_started"] += 1
         self.stats["worker_start_s"] += time.perf_counter() - t0
+        if self.cancelled:
+            w.close(graceful=False)
+            return Outcome.error("the run was stopped before this case ran", status="infra")
         if isinstance(ev, tuple) and ev[0] == "msg" and ev[1][0] == "ready":
             self.worker = w
             return w

@@ -14,9 +14,10 @@ setup / call / teardown ``TestReport``\\ s through ``pytest_runtest_logreport``,
 reasons, ``user_properties`` (JUnit XML) and durations, so the terminal, ``-x`` /
 ``--maxfail``, ``--junitxml``, ``--lf`` and pytest-xdist see the same run. What it skips are
 the per-test hooks of set-up and call (``pytest_runtest_setup`` / ``_call`` /
-``_makereport``): a plugin that needs them, and ``--pdb`` / ``--trace`` (which use pytest's
-protocol automatically), get them with ``--test-protocol pytest``. Every other test (the
-project's own, a user's) always runs through pytest's protocol.
+``_makereport``): a plugin that needs them gets them with ``--test-protocol pytest``;
+``--pdb``, ``--trace``, ``--runxfail`` and a test carrying a skip / skipif / xfail /
+usefixtures mark (added by a user's plugin or conftest) take pytest's protocol anyway. Every
+other test (the project's own, a user's) always runs through pytest's protocol.
 """
 
 from __future__ import annotations
@@ -55,9 +56,13 @@ def _failed(item, message: str):
 
 
 def is_conformance_item(item) -> bool:
+    """A conformance test the lean protocol may report: the suite's ``test_case`` with no
+    skip / skipif / xfail mark of anyone's (those take pytest's own protocol, which evaluates them)."""
     cs = getattr(item, "callspec", None)
-    return (getattr(item, "originalname", None) == "test_case" and cs is not None
-            and cs.params.get("qc_pair") is not None)
+    if not (getattr(item, "originalname", None) == "test_case" and cs is not None
+            and cs.params.get("qc_pair") is not None):
+        return False
+    return not any(m.name in ("skip", "skipif", "xfail", "usefixtures") for m in item.iter_markers())
 
 
 def run_item(item, run) -> bool:

@@ -17,9 +17,10 @@ of the pytest process take the targets' side of the run off the tests' path:
 
 The native work runs in the targets' worker processes (suite/isolation.py), so on two
 cores the targets run on one while pytest and the judge share the other. The runner stays
-at most ``LOOKAHEAD`` verdicts ahead of the tests. Used when the targets are isolated and
-the run is not an xdist worker (whose future tests are not known); ``--pipeline off``
-turns it off (docs/performance.md).
+at most ``LOOKAHEAD`` verdicts ahead of the tests. Used unless ``--pipeline off``,
+``--isolation none`` or in an xdist worker (whose future tests are not known); a target
+that asks to run in this process (``isolate = False``, e.g. ``ref``) runs in the runner
+thread, and an interrupted run waits for its batch to end (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Pipeline:
         self.judged = 0
         self.busy = False   # the runner is inside a batch
         self.outstanding: set = set()   # (target, case id) handed to a target, not yet judged
+        self._batch: list = []          # the (target, case id)s of the runner's batch in flight
         self._switch = sys.getswitchinterval()
         sys.setswitchinterval(SWITCH_INTERVAL)
         self.runner = threading.Thread(target=self._guard, args=(self._run_plan,), name="qconform-runner",
@@ -89,7 +91,10 @@ class Pipeline:
             if self.stopping:
                 return None, i
             if self.urgent:
-                return self.urgent.popleft(), i
+                case, target, again = self.urgent.popleft()
+                if again:   # a test asked again (a re-run): its pair is run again
+                    self.run._pending[(target, case.op)][case.id] = case
+                return (case, target), i
         pend = self.run._pending
         while i < len(self.plan):
             case, target = self.plan[i]
@@ -107,15 +112,21 @@ class Pipeline:
                     if self.stopping:
                         return
                     with self.cv:   # the plan is done: serve what tests ask for until the run ends
-                        if not self.urgent:
+                        if not self.urgent and not self.stopping:
                             self.cv.wait(0.5)
                         continue
                 case, target = pair
                 if case.id not in self.run._pending.get((target, case.op), ()):
                     continue   # an urgent pair that was batched meanwhile
                 self.busy = True
+                self._batch = [(target, case.id)]
                 try:
                     self.run._run_batch(case, target, deliver=self._deliver, on_batch=self._handed)
+                except Exception as e:   # a harness bug: the verdict of the batch's cases not yet
+                    self.run._pending.get((target, case.op), {}).pop(case.id, None)   # judged;
+                    with self.cv:                                                     # the runner
+                        self.outstanding.add((target, case.id))                       # goes on
+                    self.judge_q.put(("fail", self._batch, e))
                 finally:
                     self.busy = False
         finally:
@@ -124,8 +135,9 @@ class Pipeline:
                 self.cv.notify_all()
 
     def _handed(self, target: str, batch) -> None:
+        self._batch = [(target, c.id) for c in batch]
         with self.cv:
-            self.outstanding.update((target, c.id) for c in batch)
+            self.outstanding.update(self._batch)
 
     def _deliver(self, case, target: str, outcome) -> None:
         self.judge_q.put((case, target, outcome))
@@ -137,6 +149,15 @@ class Pipeline:
                 return
             if self.stopping:
                 continue   # an interrupted run: outcomes of cases nobody will report are dropped
+            if item[0] == "fail":   # the runner's batch raised: its cases without an outcome
+                _, keys, error = item   # get the error as their verdict (raised in their tests)
+                with self.cv:
+                    for key in keys:
+                        if key in self.outstanding:
+                            self.run._verdicts[key] = error
+                            self.outstanding.discard(key)
+                    self.cv.notify_all()
+                continue
             case, target, o = item
             try:
                 v = self.run._judge(case, target, o)
@@ -161,13 +182,14 @@ class Pipeline:
                 if self.runner_done:
                     raise RuntimeError(f"the pipeline's runner ended before {case.id} on {target} ran")
                 if not asked:
-                    pend = self.run._pending[(target, case.op)]
-                    if case.id not in pend and key not in self.outstanding:
-                        pend[case.id] = case   # asked again (a re-run test): run it again
-                    if case.id in pend:
-                        self.urgent.append((case, target))   # not reached yet: next
+                    pend = self.run._pending.get((target, case.op), ())
+                    if case.id in pend:                       # not reached yet: next
+                        self.urgent.append((case, target, False))
                         asked = True
-                        self.cv.notify_all()
+                    elif key not in self.outstanding:         # asked again (a re-run test)
+                        self.urgent.append((case, target, True))
+                        asked = True
+                    self.cv.notify_all()
                 self.cv.wait(0.5)
             v = self.run._verdicts.pop(key)
             self.cv.notify_all()
@@ -175,15 +197,21 @@ class Pipeline:
         return v
 
     def stop(self) -> None:
-        """End both threads. Outcomes not yet judged are dropped (their tests never ran)."""
+        """End both threads. Outcomes not yet judged are dropped (their tests never ran). An idle
+        runner ends at once; one inside a batch has its isolated targets' workers killed."""
         with self.cv:
             self.stopping = True
             self.cv.notify_all()
-        if self.busy:   # interrupted: the batch in flight ends now (its outcomes are dropped above)
+        self.runner.join(timeout=0.5)
+        if self.runner.is_alive():   # interrupted inside a batch
             for iso in list(self.run._isolators.values()):
                 if iso is not None:
                     iso.cancel()
-        self.runner.join(timeout=30)
+            self.runner.join(timeout=30)   # an in-process target's batch runs to its end
         self.judge_q.put(_STOP)
         self.judge.join(timeout=30)
         sys.setswitchinterval(self._switch)
+
+    @property
+    def alive(self) -> bool:
+        return self.runner.is_alive() or self.judge.is_alive()

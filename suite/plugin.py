@@ -88,7 +88,8 @@ def pytest_addoption(parser):
                      "pytest's full protocol (used anyway with --pdb/--trace; see docs/performance.md)")
     g.addoption("--pipeline", default="on", choices=["on", "off"],
                 help="'on' (default): the targets run the planned batches while pytest reports earlier "
-                     "ones (isolated targets, no xdist); 'off': each batch when its first test asks "
+                     "ones (not with --isolation none or in xdist workers); 'off': each batch when its "
+                     "first test asks "
                      "(see docs/performance.md)")
     g.addoption("--timeout", type=float, default=60.0, metavar="SECONDS",
                 help="per-case time limit of an isolated target (default 60; scaled for batches)")
@@ -235,7 +236,7 @@ def _configure(config):
         preloaded = load_case_files(rc.case_files)
         if rc.ops:
             preloaded = [c for c in preloaded if c.op in rc.ops]
-    lean = (o.test_protocol == "lean" and not getattr(o, "usepdb", False) and not getattr(o, "trace", False))
+    lean = (o.test_protocol == "lean" and not any(getattr(o, k, False) for k in ("usepdb", "trace", "runxfail")))
     state = {"run": run, "skipped": skipped, "controller": workerinput is None, "cases": preloaded,
              "t0": time.perf_counter(), "worker_stats": [], "lean": lean}
     setattr(config, _KEY, state)
@@ -379,14 +380,25 @@ def pytest_collection_modifyitems(session, config, items):
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
         st["resume_skipped"] = len(drop)
+
+
+def pytest_collection_finish(session):
+    """The plan: the (case, target) pairs of the tests that will run, in their order, once every
+    plugin has selected and ordered them (-k, -m, --lf/--ff, --resume, ...); then the pipeline
+    (suite/pipeline.py) may run them ahead of the tests."""
+    st = _state(session.config)
+    if st is None:
+        return
     pairs = []
-    for item in items:
+    for item in session.items:
         cs = getattr(item, "callspec", None)
         if cs is not None and cs.params.get("qc_pair"):
             pairs.append(cs.params["qc_pair"])
     st["run"].plan(pairs)
     st["run"].stats["collect_s"] = time.perf_counter() - st["t0"]   # generation and collection
-    st["run"].start_pipeline()
+    o = session.config.option
+    if not (o.collectonly or getattr(o, "setupplan", False) or getattr(o, "setuponly", False)):
+        st["run"].start_pipeline()
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -27,7 +27,7 @@ from .tolerance import Policy, Tolerance, load_policy
 DEFAULT_REPORT_DIR = "reports/latest"
 DEFAULT_BATCH = 64
 GOLDEN_CACHE_BYTES = 256 << 20   # goldens kept per worker (all schemes), least recently used go first
-STACKS_KEPT = 256                # cases whose other-scheme goldens are kept stacked for the cause analysis
+STACKS_BYTES = 64 << 20          # other-scheme goldens kept stacked for the cause analysis (recent cases)
 
 
 @dataclass
@@ -124,6 +124,7 @@ class Run:
             self._disk = GoldenCache(Path(config.golden_cache))
         self._plan: list[tuple[Case, str]] = []
         self._stacks: OrderedDict = OrderedDict()   # (digest, schemes) -> reports.causes.scheme_stack
+        self._stacks_bytes = 0
         self._pipeline = None   # suite.pipeline.Pipeline while the planned batches run ahead of the tests
 
     # ---- set-up
@@ -142,7 +143,8 @@ class Run:
         self._plan.extend(pairs)
 
     def pipelines(self) -> bool:
-        """Whether this run pipelines (start_pipeline): isolated targets, not an xdist worker."""
+        """Whether this run pipelines (start_pipeline): --pipeline on, --isolation process, not
+        an xdist worker."""
         return self.config.pipeline and self.config.worker is None and self.config.isolation == "process"
 
     def prestart(self) -> None:
@@ -379,15 +381,17 @@ class Run:
         return out
 
     def _scheme_stack(self, case: Case, names: list[str]):
-        """reports.causes.scheme_stack of ``case``, kept for its other targets (the last
-        STACKS_KEPT cases: a case's targets are judged close together, within its op)."""
+        """reports.causes.scheme_stack of ``case``, kept for its other targets (the most recent,
+        up to STACKS_BYTES: a case's targets are judged close together, within its op)."""
         from reports.causes import scheme_stack
         key = (self.digest(case), tuple(names))
         hit = self._stacks.get(key)
         if hit is None:
             hit = self._stacks[key] = scheme_stack(case, lambda s: self.golden(case, s), names)
-            while len(self._stacks) > STACKS_KEPT:
-                self._stacks.popitem(last=False)
+            self._stacks_bytes += hit[1].nbytes
+            while self._stacks_bytes > STACKS_BYTES and len(self._stacks) > 1:
+                _, old = self._stacks.popitem(last=False)
+                self._stacks_bytes -= old[1].nbytes
         return hit
 
     def repro_command(self, case: Case, target: str, failure_file: Path | None = None) -> str:
@@ -481,7 +485,9 @@ class Run:
     def close(self) -> None:
         if self._pipeline is not None:
             self._pipeline.stop()
-            self._pipeline = None
+            busy, self._pipeline = self._pipeline.alive, None
+            if busy:   # an in-process target still inside its batch: leave its objects alone
+                return
         for iso in self._isolators.values():
             if iso is not None:
                 for k, v in iso.stats.items():

@@ -214,3 +214,102 @@ def test_a_test_asked_again_gets_a_fresh_verdict(tmp_path, monkeypatch):
         run.close()
     assert again is not first[1] and again.status == first[1].status == "pass"
     assert [r["case_id"] for r in _rows(tmp_path / "rep")].count(cases[1].id) == 2
+
+
+# ----------------------------------------------------------------------------- review findings
+
+def test_a_runner_error_fails_only_its_batch(tmp_path, monkeypatch):
+    monkeypatch.setenv("QCONFORM_FAULTS", "{}")
+    cases = generate(["ADD", "MUL"], 4, 0)
+    run, name = _faulty_run(tmp_path, cases, batch_size=64)
+    real = run.execute
+    calls = []
+
+    def flaky(target, batch, on_outcome=None, alone=0):
+        calls.append(batch[0].op)
+        if batch[0].op == "ADD":
+            raise OSError(24, "Too many open files")
+        return real(target, batch, on_outcome, alone)
+    monkeypatch.setattr(run, "execute", flaky)
+    assert run.start_pipeline()
+    try:
+        got = {}
+        for c in cases:
+            try:
+                got[c.id] = run.verdict(c, name).status
+            except OSError:
+                got[c.id] = "raised"
+    finally:
+        run.close()
+    assert {v for k, v in got.items() if k.startswith("ADD")} == {"raised"}
+    assert {v for k, v in got.items() if k.startswith("MUL")} == {"pass"}
+
+
+def test_a_worker_started_early_is_no_timeout_when_its_first_batch_comes_late(tmp_path, monkeypatch):
+    from suite.isolation import Isolator
+    from targets.base import Timing
+    monkeypatch.setenv("QCONFORM_FAULTS", "{}")
+    iso = Isolator(Faulty(), timeout=1, start_timeout=1)
+    try:
+        iso.prestart()
+        time.sleep(2.5)   # longer than the start limit: the worker is ready long since
+        outs = iso.run(generate(["ADD"], 2, 0), Timing())
+    finally:
+        iso.close()
+    assert {o.status for o in outs} == {"ok"}
+
+
+def test_cancel_while_the_worker_starts_ends_the_batch_at_once(tmp_path, monkeypatch):
+    from suite.isolation import Isolator
+    from targets.base import Timing
+    monkeypatch.setenv("QCONFORM_FAULTS", "{}")
+    monkeypatch.setenv("QCONFORM_FAULT_DELAY", "0.3")
+    iso = Isolator(Faulty())
+    cases = generate(["ADD"], 12, 0)
+    threading.Timer(0.05, iso.cancel).start()
+    t0 = time.perf_counter()
+    try:
+        outs = iso.run(cases, Timing())
+    finally:
+        iso.close()
+    assert time.perf_counter() - t0 < 3
+    assert {o.status for o in outs} <= {"infra", "crash"} and len(outs) == len(cases)
+
+
+def test_collect_only_runs_no_target(run_suite, tmp_path):
+    p, rd = run_suite("--target=ref", "--ops", "ADD,MUL,SOFTMAX", "--co", "-q")
+    assert p.returncode == 0
+    time.sleep(0.5)
+    assert not (rd / "results.jsonl").exists() or not (rd / "results.jsonl").read_text().strip()
+
+
+def test_last_failed_plans_only_the_tests_that_run(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from tests.conftest import ROOT
+    base = [sys.executable, "-m", "pytest", "-q", "-o", f"cache_dir={tmp_path / 'cache'}",
+            "--target=tests.spine_targets:OffByOne", "--ops", "ADD", "--cases-per-op", "6"]
+    first = subprocess.run(base + [f"--report-dir={tmp_path / 'a'}"], cwd=ROOT, capture_output=True, text=True)
+    again = subprocess.run(base + ["--lf", f"--report-dir={tmp_path / 'b'}"], cwd=ROOT, capture_output=True,
+                           text=True, env=dict(os.environ))
+    assert first.returncode == again.returncode == 1, again.stdout[-2000:]
+    failed = {r["case_id"] for r in _rows(tmp_path / "a") if r["status"] == "fail"}
+    assert failed and {r["case_id"] for r in _rows(tmp_path / "b")} == failed
+
+
+def test_lean_protocol_steps_aside_for_runxfail(run_suite):
+    p, _ = run_suite("--target=tflite-ref", "--ops", "EQUAL", "--runxfail")
+    assert "xfailed" not in p.stdout.splitlines()[-1] and "failed" in p.stdout.splitlines()[-1]
+
+
+def test_a_damaged_golden_cache_file_is_ignored(tmp_path):
+    import numpy as np
+    from suite import golden_cache as gc
+    c = gc.GoldenCache(tmp_path)
+    c.put("d", "s", [np.arange(4, dtype=np.int8)])
+    path = c.save()
+    raw = bytearray(path.read_bytes())
+    raw[-3] ^= 0xFF   # a flipped bit in the payload: the checksum catches it before unpickling
+    path.write_bytes(bytes(raw))
+    assert gc.GoldenCache(tmp_path).get("d", "s") is None
