@@ -26,14 +26,12 @@ thread, and an interrupted run waits for its batch to end (docs/performance.md).
 from __future__ import annotations
 
 import queue
-import sys
 import threading
 import time
 from collections import deque
 from typing import Any
 
 LOOKAHEAD = 2048          # verdicts judged and not yet asked for, at most
-SWITCH_INTERVAL = 0.0005  # s: the runner thread reacts soon when a target's outcome arrives
 _STOP = object()
 
 
@@ -59,12 +57,8 @@ class Pipeline:
         self.stopping = False
         self.error: BaseException | None = None
         self.runner_done = False
-        self.judged = 0
-        self.busy = False   # the runner is inside a batch
         self.outstanding: set = set()   # (target, case id) handed to a target, not yet judged
         self._batch: list = []          # the (target, case id)s of the runner's batch in flight
-        self._switch = sys.getswitchinterval()
-        sys.setswitchinterval(SWITCH_INTERVAL)
         self.runner = threading.Thread(target=self._guard, args=(self._run_plan,), name="qconform-runner",
                                        daemon=True)
         self.judge = threading.Thread(target=self._guard, args=(self._judge_loop,), name="qconform-judge",
@@ -118,7 +112,6 @@ class Pipeline:
                 case, target = pair
                 if case.id not in self.run._pending.get((target, case.op), ()):
                     continue   # an urgent pair that was batched meanwhile
-                self.busy = True
                 self._batch = [(target, case.id)]
                 try:
                     self.run._run_batch(case, target, deliver=self._deliver, on_batch=self._handed)
@@ -127,8 +120,6 @@ class Pipeline:
                     with self.cv:                                                     # the runner
                         self.outstanding.add((target, case.id))                       # goes on
                     self.judge_q.put(("fail", self._batch, e))
-                finally:
-                    self.busy = False
         finally:
             with self.cv:
                 self.runner_done = True
@@ -166,7 +157,6 @@ class Pipeline:
             with self.cv:
                 self.run._verdicts[(target, case.id)] = v
                 self.outstanding.discard((target, case.id))
-                self.judged += 1
                 self.cv.notify_all()
 
     # ---- the tests' side
@@ -210,7 +200,6 @@ class Pipeline:
             self.runner.join(timeout=30)   # an in-process target's batch runs to its end
         self.judge_q.put(_STOP)
         self.judge.join(timeout=30)
-        sys.setswitchinterval(self._switch)
 
     @property
     def alive(self) -> bool:
