@@ -247,7 +247,7 @@ class Run:
         case is an ``error`` (suite.isolation.check_outcomes). ``on_outcome(i, outcome)`` is
         called once per case, as soon as its outcome exists (isolated targets stream them).
         """
-        from targets.base import Outcome
+        from targets.base import run_in_parts
         from .isolation import check_outcomes
         t = self.targets[target]
         t0 = time.perf_counter()
@@ -265,26 +265,7 @@ class Run:
             own0 = iso.stats["busy_s"] + iso.stats["worker_start_s"]
             outs = iso.run(cases, self.timing, on_outcome=emit, alone=alone)
         else:
-            def run_part(part: list[Case]) -> list:
-                try:
-                    got = t.run(part, self.timing)
-                    if not isinstance(got, (list, tuple)) or len(got) != len(part):
-                        raise RuntimeError("target returned a wrong number of outcomes")
-                    return list(got)
-                except Exception:
-                    got = []
-                    for c in part:
-                        try:
-                            one = t.run([c], self.timing)
-                            got.append(one[0] if isinstance(one, (list, tuple)) and len(one) == 1 else
-                                       Outcome.error(f"target returned {type(one).__name__} for one case, "
-                                                     f"not a list of one Outcome"))
-                        except Exception as e:
-                            got.append(Outcome.error(f"{type(e).__name__}: {e}"))
-                    return got
-            outs = [o for c in cases[:alone] for o in run_part([c])]
-            if cases[alone:]:
-                outs += run_part(cases[alone:])
+            outs = run_in_parts(t, cases, self.timing, alone)
         outs = check_outcomes(outs, len(cases))
         for o in outs:   # the target's own invoke time (info invoke_s: warm-up included), else its samples
             inv = o.info.get("invoke_s")

@@ -139,26 +139,9 @@ def _run_batch(out_fd: int, target, cases, timing, per_case: bool, alone: int = 
             except Exception as e:   # pickling failed before anything was written
                 send(out_fd, ("outcome", i, _transferable(o, e), busy))
         return
-    def run_part(part):
-        got = guarded(lambda: target.run(part, timing))
-        if isinstance(got, (list, tuple)) and len(got) == len(part):
-            return list(got)
-        got = []   # as the in-process runner: one case at a time
-        for c in part:
-            r = guarded(lambda: target.run([c], timing))
-            if isinstance(r, (list, tuple)) and len(r) == 1:
-                got.append(r[0])
-            elif isinstance(r, Outcome):
-                got.append(r)
-            else:
-                got.append(Outcome.error(f"target returned {type(r).__name__} for one case, "
-                                         f"not a list of one Outcome"))
-        return got
-
+    from targets.base import run_in_parts
     t0 = time.perf_counter()
-    outs = [o for c in cases[:alone] for o in run_part([c])]
-    if cases[alone:]:
-        outs += run_part(cases[alone:])
+    outs = run_in_parts(target, cases, timing, alone, guarded)
     busy = time.perf_counter() - t0
     try:
         send(out_fd, ("outcomes", outs, busy))

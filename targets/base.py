@@ -121,6 +121,43 @@ class Target:
         """Release sessions, connections, devices."""
 
 
+def _guard(fn):
+    try:
+        return fn()
+    except Exception as e:
+        return Outcome.error(f"{type(e).__name__}: {e}".strip()[:2000])
+
+
+def run_in_parts(target: "Target", cases: Sequence, timing: Timing, alone: int = 0,
+                 guarded: Callable = _guard) -> list:
+    """The outcomes of a batch: the first ``alone`` cases each through ``target.run([case])``
+    (latency cases, each its own model), the rest through one ``target.run``. A call that raises
+    or does not give one outcome per case is repeated one case at a time, so every verdict stays
+    the case's own. ``guarded(fn)`` makes each call (default: an exception is that call's error
+    outcome). Used by the runner for in-process targets and by the isolation worker."""
+    def part(cs):
+        got = guarded(lambda: target.run(cs, timing))
+        if isinstance(got, (list, tuple)) and len(got) == len(cs):
+            return list(got)
+        out = []
+        for c in cs:
+            r = guarded(lambda: target.run([c], timing))
+            if isinstance(r, (list, tuple)) and len(r) == 1:
+                out.append(r[0])
+            elif isinstance(r, Outcome):
+                out.append(r)
+            else:
+                out.append(Outcome.error(f"target returned {type(r).__name__} for one case, "
+                                         f"not a list of one Outcome"))
+        return out
+
+    cases = list(cases)
+    outs = [o for c in cases[:alone] for o in part([c])]
+    if cases[alone:]:
+        outs += part(cases[alone:])
+    return outs
+
+
 def latency_stats(samples: Sequence[float]) -> dict[str, float | None]:
     if not samples:
         return {"p50_us": None, "p90_us": None, "min_us": None, "spread_us": None, "n": 0}
