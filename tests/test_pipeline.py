@@ -277,9 +277,11 @@ def test_cancel_while_the_worker_starts_ends_the_batch_at_once(tmp_path, monkeyp
 
 
 def test_collect_only_runs_no_target(run_suite, tmp_path):
-    # ref runs in the runner thread, and a stop waits for its batch: a started pipeline would write rows
+    # ref runs in the runner thread, and a stop waits for its batch: a started pipeline runs cases
     p, rd = run_suite("--target=ref", "--ops", "ADD,MUL,SOFTMAX,CONV_2D", "--cases-per-op", "30", "--co", "-q")
     assert p.returncode == 0
+    timing = json.loads((rd / "timing.json").read_text())
+    assert timing["targets"] == {} and timing["target_s"] == 0
     assert not (rd / "results.jsonl").exists() or not (rd / "results.jsonl").read_text().strip()
 
 
