@@ -6,7 +6,7 @@ Sections, in order: alerts (interrupted run, waiver problems), the op x target m
 (coloured by bit-exact %, failures outlined), the summary table, mismatch causes
 (unexplained first), per-op error histograms in LSB, latency per op and target,
 failing cases with their reproduction commands, unsupported cases, the run's facts.
-Charts are SVGs made with matplotlib, embedded as data URIs; tables sort by clicking a header.
+Charts are SVGs written as text by plots.py (no plotting library), embedded as data URIs; tables sort by clicking a header.
 """
 
 from __future__ import annotations
@@ -239,7 +239,7 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
             exact_ops.append(op)   # every target bit-exact: a one-bar chart says nothing
         elif h:
             hists[op] = h
-    if hists:   # one figure of small multiples: one savefig instead of one per op
+    if hists:   # one chart of small multiples: one panel per op
         parts.append(_img(plots.histograms_svg(hists, targets, hist_key_order),
                           f"error histograms: {', '.join(hists)}", "histograms-plot", "histogram"))
     else:

@@ -31,9 +31,11 @@ class ResultWriter:
             flags |= os.O_TRUNC
         self._fd = os.open(self.path, flags, 0o644)
 
-    def append(self, row: dict[str, Any]) -> None:
+    def append(self, row: dict[str, Any]) -> bytes:
+        """Write one row (one line); returns the line."""
         line = (json.dumps(row, separators=(",", ":"), default=_default) + "\n").encode()
         os.write(self._fd, line)   # one write per row: atomic with O_APPEND, survives kill -9
+        return line
 
     def close(self) -> None:
         if self._fd is not None:
@@ -79,8 +81,11 @@ def iter_rows(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
 def read_rows(path: str | os.PathLike, dedupe: bool = True) -> list[dict[str, Any]]:
     """All rows; with ``dedupe`` the last row of each (case_id, target, device) wins."""
     rows = list(iter_rows(path))
-    if not dedupe:
-        return rows
+    return last_of_each(rows) if dedupe else rows
+
+
+def last_of_each(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last row of each (case_id, target, device), in the order of their first rows."""
     seen: dict[tuple, int] = {}
     out: list[dict[str, Any]] = []
     for r in rows:

@@ -193,11 +193,13 @@ def start_run(run, skipped=(), workers=None) -> dict[str, Any]:
 
 
 def finish_run(run, rows: list[dict], skipped=(), exit_status: int | None = None, started: str | None = None,
-               workers=None) -> dict[str, Any]:
+               workers=None, alongside=None) -> dict[str, Any]:
     """At session end (controller): run.json, results.parquet, index.html and, with --certify, the certificate.
 
     Returns {"written": [paths], "errors": [messages], "certificate": doc|None, "waiver_problems": [...]};
-    an artefact that cannot be written is reported, never silently skipped.
+    an artefact that cannot be written is reported, never silently skipped. index.html, the
+    slowest, is built in a child process (:func:`in_child`) while this one writes the rest and
+    calls ``alongside()`` (e.g. the summaries).
     """
     out: dict[str, Any] = {"written": [], "errors": [], "certificate": None, "waiver_problems": []}
     d = Path(run.report_dir)
@@ -208,28 +210,100 @@ def finish_run(run, rows: list[dict], skipped=(), exit_status: int | None = None
         try:
             p = fn()
             out["written"].extend(p if isinstance(p, (list, tuple)) else [p])
+        except ChildError as e:   # the child's own exception, already named
+            out["errors"].append(f"{what}: {e}")
         except Exception as e:  # reported in the terminal summary
             out["errors"].append(f"{what}: {type(e).__name__}: {e}")
 
-    attempt("run.json", lambda: write_run_info(d, info))
-    if rows:
-        attempt("results.parquet", lambda: write_parquet(d, rows))
     cert = None
     if getattr(run.config, "certify", False):
-        from .certify import build_certificate, write_certificate
+        from .certify import build_certificate
         try:
             cert = build_certificate(rows, run.policy, {t: run.versions(t) for t in run.config.targets},
                                      run.waivers, info)
             out["certificate"] = cert
-            attempt("certificate", lambda: write_certificate(d, cert))
         except Exception as e:
             out["errors"].append(f"certificate: {type(e).__name__}: {e}")
-    from .certify import waiver_problems
-    out["waiver_problems"] = waiver_problems(rows, getattr(run, "waivers", None))
+    html = None
     if rows:
         from .html import write_html
-        attempt("index.html", lambda: write_html(d, rows, info, cert))
+        html = in_child(lambda: write_html(d, rows, info, cert))
+    try:
+        attempt("run.json", lambda: write_run_info(d, info))
+        if rows:
+            attempt("results.parquet", lambda: write_parquet(d, rows))
+        if cert is not None:
+            from .certify import write_certificate
+            attempt("certificate", lambda: write_certificate(d, cert))
+        from .certify import waiver_problems
+        out["waiver_problems"] = waiver_problems(rows, getattr(run, "waivers", None))
+        if alongside is not None:
+            alongside()
+    finally:
+        if rows:
+            attempt("index.html", html.result if html is not None else (lambda: write_html(d, rows, info, cert)))
     return out
+
+
+class _Child:
+    """A forked child computing one artefact; :meth:`result` waits for it."""
+
+    def __init__(self, pid: int, fd: int):
+        self.pid, self.fd = pid, fd
+
+    def result(self) -> Path:
+        """The path the child wrote; raises with the child's own error if it failed."""
+        chunks = []
+        try:
+            while True:
+                b = os.read(self.fd, 1 << 16)
+                if not b:
+                    break
+                chunks.append(b)
+        finally:
+            os.close(self.fd)
+            _, status = os.waitpid(self.pid, 0)
+        try:
+            kind, payload = json.loads(b"".join(chunks))
+        except ValueError:
+            raise ChildError(f"the process writing it ended without a result (wait status {status})") from None
+        if kind != "ok":
+            raise ChildError(payload)
+        return Path(payload)
+
+
+class ChildError(Exception):
+    """What went wrong in a child of :func:`in_child` (its message names the child's exception)."""
+
+
+def in_child(fn) -> _Child | None:
+    """Run ``fn()`` (which returns the path it wrote) in a forked child, alongside this process;
+    None where that is not safe (no fork, or other threads alive here: a child of a threaded
+    process may inherit a lock held forever), and the caller runs ``fn`` itself."""
+    import threading
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        return None
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:   # the child: never returns into the caller's code (no pytest, no atexit)
+        try:
+            os.close(r)
+            try:
+                msg = ["ok", str(fn())]
+            except BaseException as e:
+                msg = ["error", f"{type(e).__name__}: {e}"]
+            data = memoryview(json.dumps(msg).encode())
+            while data:
+                data = data[os.write(w, data):]
+        finally:
+            os._exit(0)
+    os.close(w)
+    return _Child(pid, r)
 
 
 def terminal_lines(artefacts: dict[str, Any] | None) -> list[tuple[str, dict]]:

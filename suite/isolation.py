@@ -125,6 +125,8 @@ class Worker:
         self.proc = subprocess.Popen([sys.executable, "-m", "suite.worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.log_fd, start_new_session=True,
                                      env=env, close_fds=True)
+        _grow_pipe(self.proc.stdout.fileno())
+        _grow_pipe(self.proc.stdin.fileno())
         self._buf = bytearray()
         self.started = time.perf_counter()
         self.start_timeout = start_timeout
@@ -221,8 +223,13 @@ class Worker:
         except OSError:
             pass
 
+    def request_close(self) -> None:
+        """Ask the worker to close its target and exit, without waiting (:meth:`close` waits)."""
+        if not getattr(self, "_closing", False) and self.proc.poll() is None:
+            self._closing = self.send(("close",))
+
     def close(self, graceful: bool = True) -> None:
-        if graceful and self.proc.poll() is None and self.send(("close",)):
+        if graceful and self.proc.poll() is None and (getattr(self, "_closing", False) or self.send(("close",))):
             try:
                 self.proc.wait(timeout=CLOSE_TIMEOUT)
             except subprocess.TimeoutExpired:
@@ -241,6 +248,16 @@ class Worker:
             os.close(self.log_fd)
         except OSError:
             pass
+
+
+def _grow_pipe(fd: int, size: int = 1 << 20) -> None:
+    """Make a pipe hold up to ``size`` bytes (Linux; default 64 KiB), so a worker that replies
+    while this process is busy goes on with its next part instead of waiting to be read."""
+    try:
+        import fcntl
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
+    except (OSError, ImportError, ValueError):
+        pass
 
 
 def _seconds(x) -> float:
@@ -277,6 +294,8 @@ class Isolator:
         # busy_s: the workers' own time on cases (as they report it; a crash or hang: the wait)
         self.stats = {"workers_started": 0, "worker_start_s": 0.0, "crashes": 0, "timeouts": 0, "busy_s": 0.0}
         self.cancelled = False
+        self._ending: list[Worker] = []   # asked to end, not yet waited for (close(wait=False))
+        self._gate: tuple | None = None   # (worker, parts) submitted and waiting for "go"
 
     def cancel(self) -> None:
         """Stop at once (from another thread, e.g. an interrupted pipelined run): the worker is
@@ -337,13 +356,27 @@ class Isolator:
             self.worker.close(graceful=False)
             self.worker = None
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """End the worker: it closes its target and exits. With ``wait=False`` it is only asked
+        to, and :meth:`reap` waits for it (so several workers end at once, and the report is
+        written meanwhile)."""
         if self.worker is not None:
-            self.worker.close(graceful=True)
+            if not wait:
+                self.worker.request_close()
+                self._ending.append(self.worker)
+            else:
+                self.worker.close(graceful=True)
             self.worker = None
         if self._early is not None:
             self._early.close(graceful=False)
             self._early = None
+        if wait:
+            self.reap()
+
+    def reap(self) -> None:
+        """Wait for the workers asked to end by ``close(wait=False)`` (killed after CLOSE_TIMEOUT)."""
+        while self._ending:
+            self._ending.pop().close(graceful=True)
 
     # ---- failures of the case in flight
     def _crash(self, w: Worker, what: str) -> Outcome:
@@ -371,6 +404,7 @@ class Isolator:
         cases = list(cases)
         if not cases:
             return []
+        self._gate = None   # this batch's message drops a submitted one (the worker's rule)
         outs: list[Outcome | None] = [None] * len(cases)
 
         def put(i: int, o: Outcome) -> None:
@@ -430,6 +464,86 @@ class Isolator:
                 self.stats["busy_s"] += _seconds(payload[3])
                 put(i, check_outcome(payload[2]))
                 i += 1
+
+    def run_parts(self, parts: Sequence, timing, on_outcome=None) -> list[list[Outcome]]:
+        """Several batches ``[(cases, alone), ...]`` of this target, each as :meth:`run` would
+        run it, in one message: the worker runs them back to back and replies per part, so it
+        never waits for this process between them. ``on_outcome(k, i, outcome)`` as soon as
+        the outcomes of part ``k`` exist. A part that crashes or hangs is handled as in
+        :meth:`run` (one case at a time when it has several); the parts after it go to a
+        fresh worker."""
+        gate, self._gate = self._gate, None
+        given, parts = parts, [(list(cs), int(alone)) for cs, alone in parts]
+        outs: list[list[Outcome]] = [[] for _ in parts]
+
+        def put(k: int, got: list[Outcome]) -> None:
+            outs[k] = got
+            if on_outcome is not None:
+                for i, o in enumerate(got):
+                    on_outcome(k, i, o)
+
+        if self.per_case:   # a streaming target: one message per part already
+            for k, (cs, alone) in enumerate(parts):
+                put(k, self.run(cs, timing, alone=alone))
+            return outs
+        k = 0
+        while k < len(parts):
+            w = self._worker()
+            if isinstance(w, Outcome):   # no worker: the remaining parts get why
+                for j in range(k, len(parts)):
+                    put(j, [Outcome(w.status, reason=w.reason, info=dict(w.info)) for _ in parts[j][0]])
+                return outs
+            w.clear_log()
+            todo = [j for j in range(k, len(parts)) if parts[j][0]]   # an empty part has no reply
+            if not todo:
+                break
+            if gate is not None and gate[0] is w and gate[1] is given and k == 0:
+                sent = w.send(("go",))   # submitted earlier: the worker has the cases already
+            else:   # (a gated message the worker holds is dropped by this one)
+                sent = w.send(("parts", [parts[j] for j in todo], timing))
+            gate = None
+            t_last = time.perf_counter()
+            for j in todo:
+                cs, alone = parts[j]
+                n = len(cs)
+                ev = w.recv(self.timeout * max(1, n)) if sent else _DEAD
+                k = j + 1
+                if ev in (_TIMEOUT, _DEAD):
+                    self.stats["busy_s"] += time.perf_counter() - t_last
+                    what = "this case" if n == 1 else f"a batch of {n} cases"
+                    o = (self._timeout(self.timeout * n, what) if ev == _TIMEOUT else self._crash(w, what))
+                    if n == 1:
+                        put(j, [o])
+                    else:   # not attributable: one case at a time, as parts of one message
+                        singles = self.run_parts([([c], 0) for c in cs], timing)   # (a fresh worker
+                        put(j, [p[0] for p in singles])                           # after each crash)
+                    break
+                kind, payload = ev
+                if kind == "bad" or not (isinstance(payload, tuple) and len(payload) == 3
+                                         and payload[0] == "outcomes"):
+                    self._discard()
+                    text = payload if kind == "bad" else type(payload).__name__
+                    put(j, [Outcome.error(f"unreadable outcomes from the isolation worker: {text}")
+                            for _ in range(n)])
+                    break
+                t_last = time.perf_counter()
+                self.stats["busy_s"] += _seconds(payload[2])
+                put(j, check_outcomes(payload[1], n))
+        return outs
+
+    def submit(self, parts: Sequence, timing) -> bool:
+        """Send ``parts`` to the idle, ready worker ahead of time: it unpickles them and waits;
+        :meth:`run_parts` with the same ``parts`` object then only says "go". False (nothing
+        sent) without such a worker: one still starting, or a streaming (per-case) target.
+        Only for an idle worker: one busy with a batch does not read, and both sides would wait."""
+        w = self.worker
+        if (self.per_case or self.cancelled or w is None or w.proc.poll() is not None
+                or not any(cs for cs, _ in parts)):
+            return False
+        if w.send(("parts", [(list(cs), int(alone)) for cs, alone in parts if cs], timing, True)):
+            self._gate = (w, parts)
+            return True
+        return False
 
     def _whole(self, cases: list, timing, alone: int = 0) -> list[Outcome] | None:
         """A batch through ``target.run`` in one go (the first ``alone`` cases each on their own);

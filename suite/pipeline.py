@@ -32,17 +32,16 @@ from collections import deque
 from typing import Any
 
 LOOKAHEAD = 2048          # verdicts judged and not yet asked for, at most
+WINDOW_CASES = 256        # a window's ops hold about this many cases per target
 _STOP = object()
 
 
 def _preload() -> None:
-    """Import what the report artefacts need (pandas, pyarrow, matplotlib: ~0.8 s) while the
-    tests wait for verdicts, rather than after the last test."""
+    """Import what the report artefacts need (pandas, pyarrow: ~0.5 s) while the tests wait for
+    verdicts, rather than after the last test."""
     try:
         import pandas  # noqa: F401
         import pyarrow.parquet  # noqa: F401
-        from matplotlib.backends import backend_svg  # noqa: F401
-        from matplotlib import figure  # noqa: F401
     except Exception:   # a missing extra: the report says so itself
         pass
 
@@ -58,6 +57,7 @@ class Pipeline:
         self.error: BaseException | None = None
         self.runner_done = False
         self.outstanding: set = set()   # (target, case id) handed to a target, not yet judged
+        self._replanned = False
         self._batch: list = []          # the (target, case id)s of the runner's batch in flight
         self.runner = threading.Thread(target=self._guard, args=(self._run_plan,), name="qconform-runner",
                                        daemon=True)
@@ -77,61 +77,115 @@ class Pipeline:
                 self.error = self.error or e
                 self.cv.notify_all()
 
-    def _next(self, i: int) -> tuple[Any, int]:
-        """The next pair to run (an urgent one first) and the plan position after it."""
+    def _next(self, i: int, block: bool = True) -> tuple[list | None, int]:
+        """The next hand-over, ``[(target, parts), ...]`` (parts: ``[(cases, alone), ...]``, as
+        :meth:`Run.take_part` makes them), and the plan position after it: an urgent pair's
+        batch first, else the next window of the plan. The cases are taken off the pending
+        lists and marked outstanding in one step, so a waiting test always finds its pair in
+        one or the other. Without ``block``: None at once when the tests are LOOKAHEAD behind."""
+        pend = self.run._pending
         with self.cv:
+            if self._replanned:   # the plan was replaced (Run.settle_plan): from its start
+                i, self._replanned = 0, False
             while not self.stopping and not self.urgent and len(self.run._verdicts) >= LOOKAHEAD:
+                if not block:
+                    return None, i
                 self.cv.wait(0.5)
-            if self.stopping:
-                return None, i
-            if self.urgent:
+            while not self.stopping and self.urgent:
                 case, target, again = self.urgent.popleft()
                 if again:   # a test asked again (a re-run): its pair is run again
-                    self.run._pending[(target, case.op)][case.id] = case
-                return (case, target), i
-        pend = self.run._pending
-        while i < len(self.plan):
-            case, target = self.plan[i]
-            i += 1
-            if case.id in pend.get((target, case.op), ()):
-                return (case, target), i
-        return None, i
+                    pend[(target, case.op)][case.id] = case
+                if case.id in pend.get((target, case.op), ()):   # else batched meanwhile
+                    return self._hand([(target, [self.run.take_part(target, case.op, first=case)])]), i
+            if self.stopping:
+                return None, i
+            # a window: the next whole ops of the plan, up to about WINDOW_CASES cases per target
+            ops: list[str] = []
+            targets: list[str] = []
+            count: dict[str, int] = {}
+            while i < len(self.plan):
+                case, target = self.plan[i]
+                if case.id in pend.get((target, case.op), ()):
+                    if case.op not in ops:
+                        if ops and max(count.values()) >= WINDOW_CASES:
+                            break
+                        ops.append(case.op)
+                    if target not in count:
+                        targets.append(target)
+                        count[target] = 0
+                    count[target] += 1
+                i += 1
+            jobs = []
+            for target in targets:
+                parts = []
+                for op in ops:
+                    while True:
+                        cases, alone = self.run.take_part(target, op)
+                        if not cases:
+                            break
+                        parts.append((cases, alone))
+                if parts:
+                    jobs.append((target, parts))
+            return (self._hand(jobs) if jobs else None), i
+
+    def replan(self, pairs: list, wanted: set) -> None:
+        """Another plan (a guessed one was wrong: Run.settle_plan): pairs not ``wanted`` leave the
+        pending lists, and their verdicts are dropped now and when they come."""
+        with self.cv:
+            self.plan = list(pairs)
+            self._replanned = True
+            for (target, _op), pend in self.run._pending.items():
+                for cid in [cid for cid in pend if (target, cid) not in wanted]:
+                    del pend[cid]
+            for key in [k for k in self.run._verdicts if k not in wanted]:
+                del self.run._verdicts[key]
+            self.cv.notify_all()
+
+    def _hand(self, jobs: list) -> list:
+        """Mark the jobs' pairs outstanding (the caller holds the lock)."""
+        for target, parts in jobs:
+            self.outstanding.update((target, c.id) for cases, _ in parts for c in cases)
+        return jobs
 
     def _run_plan(self) -> None:
         i = 0
+        ahead = None   # the next hand-over, taken while the last target of this one runs
+        submitted: list = []   # (target, parts) handed to their workers ahead of their turn
         try:
             while True:
-                pair, i = self._next(i)
-                if pair is None:
+                if ahead is not None:
+                    jobs, ahead = ahead, None
+                else:
+                    jobs, i = self._next(i)
+                if jobs is None:
                     if self.stopping:
                         return
                     with self.cv:   # the plan is done: serve what tests ask for until the run ends
                         if not self.urgent and not self.stopping:
                             self.cv.wait(0.5)
                         continue
-                case, target = pair
-                if case.id not in self.run._pending.get((target, case.op), ()):
-                    continue   # an urgent pair that was batched meanwhile
-                self._batch = [(target, case.id)]
-                try:
-                    self.run._run_batch(case, target, deliver=self._deliver, on_batch=self._handed)
-                except Exception as e:   # a harness bug: the verdict of the batch's cases not yet
-                    self.run._pending.get((target, case.op), {}).pop(case.id, None)   # judged;
-                    with self.cv:                                                     # the runner
-                        self.outstanding.add((target, case.id))                       # goes on
-                    self.judge_q.put(("fail", self._batch, e))
+                for n, (target, parts) in enumerate(jobs):   # one target at a time, in plan order
+                    if self.stopping:
+                        return
+                    if n == len(jobs) - 1:
+                        ahead, i = self._next(i, block=False)
+                    # the other targets' workers idle meanwhile: they get their cases now (not
+                    # this target's own worker: it reads nothing until its batch is done)
+                    for later in jobs[n + 1:] + (ahead or []):
+                        if later[0] != target and not any(later is x for x in submitted):
+                            submitted.append(later)
+                            self.run.submit(*later)
+                    submitted = [x for x in submitted if x is not jobs[n]]
+                    self._batch = [(target, c.id) for cases, _ in parts for c in cases]
+                    try:
+                        self.run.execute_parts(target, parts, on_outcome=lambda k, j, o, t=target, p=parts:
+                                               self.judge_q.put((p[k][0][j], t, o)))
+                    except Exception as e:   # a harness bug: the verdict of the cases not yet judged
+                        self.judge_q.put(("fail", self._batch, e))
         finally:
             with self.cv:
                 self.runner_done = True
                 self.cv.notify_all()
-
-    def _handed(self, target: str, batch) -> None:
-        self._batch = [(target, c.id) for c in batch]
-        with self.cv:
-            self.outstanding.update(self._batch)
-
-    def _deliver(self, case, target: str, outcome) -> None:
-        self.judge_q.put((case, target, outcome))
 
     def _judge_loop(self) -> None:
         while True:
@@ -155,7 +209,8 @@ class Pipeline:
             except Exception as e:   # a harness bug: raised when this case's test asks
                 v = e
             with self.cv:
-                self.run._verdicts[(target, case.id)] = v
+                if self.run.wanted(target, case.id):
+                    self.run._verdicts[(target, case.id)] = v
                 self.outstanding.discard((target, case.id))
                 self.cv.notify_all()
 

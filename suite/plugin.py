@@ -18,6 +18,7 @@ Loaded by the repository's ``conftest.py``. Every option lives in one group
 from __future__ import annotations
 
 import datetime as _dt
+import gc
 import time
 from pathlib import Path
 
@@ -336,9 +337,42 @@ def _cases(config):
         from .generate import generate, generator_ops
         ops = rc.ops or generator_ops()
         ops = [op for op in ops if op in generator_ops()]
-        cases = generate(ops, rc.cases_per_op, rc.seed)
-        st["cases"] = cases
+        from .golden_cache import cached_cases
+        folder = Path(rc.golden_cache) if rc.golden_cache else None
+        st["cases"] = cached_cases(folder, ops, rc.cases_per_op, rc.seed,
+                                   lambda: generate(ops, rc.cases_per_op, rc.seed))
+        if run.pipelines() and _plan_is_foreseeable(config):   # the targets start while pytest builds the items
+            run.plan(_test_order(st["cases"], rc.targets))
+            run.start_pipeline(guess=True)
     return st["cases"]
+
+
+def _test_order(cases, targets) -> list:
+    """The (case, target) pairs in the order of the tests pytest_generate_tests makes."""
+    by_op: dict[str, list] = {}
+    for c in cases:
+        by_op.setdefault(c.op, []).append(c)
+    return [(c, t) for cs in by_op.values() for t in targets for c in cs]
+
+
+def _plan_is_foreseeable(config) -> bool:
+    """Whether the collected plan will almost surely be every generated pair in test order:
+    no selection (-k, -m, --deselect, test ids, --lf/--ff/--nf/--sw, --resume), no reordering
+    plugin, not --collect-only, not under xdist. If a plugin changes it anyway, the guess is
+    corrected at the end of collection (Run.settle_plan)."""
+    o = config.option
+    st = _state(config)
+    if (o.collectonly or getattr(o, "setupplan", False) or getattr(o, "setuponly", False)
+            or getattr(o, "dist", "no") != "no" or hasattr(config, "workerinput") or st.get("resume")):
+        return False
+    if (getattr(o, "keyword", "") or getattr(o, "markexpr", "") or getattr(o, "deselect", None)
+            or any(getattr(o, k, False) for k in ("lf", "failedfirst", "newfirst", "stepwise", "stepwise_skip",
+                                                   "looponfail"))):
+        return False
+    if any("::" in str(a) for a in config.args):
+        return False
+    pm = config.pluginmanager
+    return not any(pm.hasplugin(name) for name in ("randomly", "random_order"))
 
 
 def pytest_generate_tests(metafunc):
@@ -349,18 +383,8 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("qc_pair", [pytest.param(None, marks=pytest.mark.skip(
             reason="not a conformance run"))], ids=["none"])
         return
-    cases = _cases(metafunc.config)
-    targets = st["run"].config.targets
-    params, ids = [], []
-    by_op: dict[str, list] = {}
-    for c in cases:
-        by_op.setdefault(c.op, []).append(c)
-    for op, cs in by_op.items():
-        for t in targets:
-            for c in cs:
-                params.append((c, t))
-                ids.append(f"{c.id}:{t}")
-    metafunc.parametrize("qc_pair", params, ids=ids)
+    params = _test_order(_cases(metafunc.config), st["run"].config.targets)
+    metafunc.parametrize("qc_pair", params, ids=[f"{c.id}:{t}" for c, t in params])
 
 
 @pytest.hookimpl(trylast=True)
@@ -394,11 +418,15 @@ def pytest_collection_finish(session):
         cs = getattr(item, "callspec", None)
         if cs is not None and cs.params.get("qc_pair"):
             pairs.append(cs.params["qc_pair"])
-    st["run"].plan(pairs)
-    st["run"].stats["collect_s"] = time.perf_counter() - st["t0"]   # generation and collection
+    run = st["run"]
+    run.stats["collect_s"] = time.perf_counter() - st["t0"]   # generation and collection
+    if run.guessing:   # the pipeline started on the plan collection was expected to give
+        run.stats["plan_guessed_right"] = float(run.settle_plan(pairs))
+        return
+    run.plan(pairs)
     o = session.config.option
     if not (o.collectonly or getattr(o, "setupplan", False) or getattr(o, "setuponly", False)):
-        st["run"].start_pipeline()
+        run.start_pipeline()
 
 
 def pytest_xdist_auto_num_workers(config):
@@ -492,8 +520,12 @@ def pytest_runtest_makereport(item, call):
 
 # ----------------------------------------------------------------------------- summary
 
-def _current_rows(run):
-    from reports.results import read_rows
+def _current_rows(run, st, config):
+    """This run's rows: those this process wrote (kept as it wrote them), or from results.jsonl
+    when other processes wrote some (xdist workers, earlier sessions of a --resume)."""
+    from reports.results import last_of_each, read_rows
+    if run.kept_rows is not None and st.get("resume") is None and getattr(config.option, "dist", "no") == "no":
+        return last_of_each(run.kept_rows)
     return [r for r in read_rows(run.report_dir) if r.get("run_id") == run.run_id]
 
 
@@ -502,15 +534,30 @@ def pytest_sessionfinish(session, exitstatus):
     if st is None:
         return
     run = st["run"]
-    run.close()
+    # the rest of the session makes many objects and frees few: no garbage collection passes
+    # over everything alive (pytest's items, the cases), which cost a third of the report's time
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _sessionfinish(session, exitstatus, st, run)
+    finally:
+        run.reap()   # if _finish raised
+        if collecting:
+            gc.enable()
+
+
+def _sessionfinish(session, exitstatus, st, run):
+    run.close(wait_workers=False)   # the workers end while the report is written (Run.reap)
     if not st["controller"]:
+        run.reap()
         wo = getattr(session.config, "workeroutput", None)
         if wo is not None:   # xdist: the controller adds it up (suite/timing.py)
             wo["qconform_stats"] = dict(run.stats)
         return
     try:
         _finish(session, exitstatus, st, run)
-    finally:   # the run's timing, report artefacts included (suite/timing.py)
+    finally:   # the run's timing, report artefacts and the workers' exit included (suite/timing.py)
+        run.reap()
         from . import timing
         workers = st["worker_stats"]
         st["timing"] = timing.summarize(timing.merge((workers or [dict(run.stats)])
@@ -520,7 +567,7 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def _finish(session, exitstatus, st, run):
-    rows = _current_rows(run)
+    rows = _current_rows(run, st, session.config)
     if st.get("resume") is not None:   # the exit status of the whole run, recorded rows included
         bad = any(r.get("status") in ("fail", "error", "crash", "timeout", "infra")
                   and not r.get("finding") for r in rows)   # a known finding (any status) is xfail
@@ -530,13 +577,16 @@ def _finish(session, exitstatus, st, run):
             session.exitstatus = exitstatus = 0
     from reports.runinfo import finish_run   # run.json, results.parquet, index.html, certificate
     t0 = time.perf_counter()
+    summary = {}
+
+    def summaries():   # written while index.html is built (reports/runinfo.py finish_run)
+        from reports.summary import write_summaries
+        summary["doc"] = write_summaries(run.report_dir, rows)
     try:
         st["artefacts"] = finish_run(run, rows, st["skipped"], int(exitstatus), st.get("started"),
-                                     getattr(session.config.option, "numprocesses", None))
-        if not rows:
-            return
-        from reports.summary import write_summaries
-        st["summary"] = write_summaries(run.report_dir, rows)
+                                     getattr(session.config.option, "numprocesses", None),
+                                     alongside=summaries if rows else None)
+        st["summary"] = summary.get("doc")
     finally:
         run.stats["report_s"] += time.perf_counter() - t0
 

@@ -9,8 +9,10 @@ amortize model and session building, while each case keeps its own verdict.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import shlex
+import threading
 import time
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
@@ -118,14 +120,24 @@ class Run:
         self.run_id = config.run_id or _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
         self.stats = defaultdict(float)   # wall-time accounting (target invoke vs harness)
         self._isolators: dict[str, Any] = {}   # target name -> suite.isolation.Isolator (or None: in process)
+        self._ending: list = []   # isolators whose workers were asked to end (close), not yet reaped
         self._disk = None
+        self._analyses = None   # suite.golden_cache.AnalysisCache with a golden cache
         if config.golden_cache:
             from .golden_cache import GoldenCache
+            from .golden_cache import AnalysisCache
             self._disk = GoldenCache(Path(config.golden_cache))
+            self._analyses = AnalysisCache(Path(config.golden_cache))
         self._plan: list[tuple[Case, str]] = []
         self._stacks: OrderedDict = OrderedDict()   # (digest, schemes) -> reports.causes.scheme_stack
         self._stacks_bytes = 0
         self._pipeline = None   # suite.pipeline.Pipeline while the planned batches run ahead of the tests
+        self._hold: list | None = None   # rows judged while the plan is a guess (start_pipeline)
+        self._wanted: set | None = None   # after a wrong guess: the (target, case id)s of the plan
+        self._rows_lock = threading.Lock()
+        # the rows this process wrote, parsed back (judge thread) for the report at the end, so it
+        # need not read results.jsonl again (suite/plugin.py; not for --resume or xdist)
+        self.kept_rows: list | None = [] if config.worker is None else None
 
     # ---- set-up
     def versions(self, target: str) -> dict[str, str]:
@@ -156,15 +168,69 @@ class Run:
                 if iso is not None:
                     iso.prestart()
 
-    def start_pipeline(self) -> bool:
+    def start_pipeline(self, guess: bool = False) -> bool:
         """Run the planned batches ahead of the tests (suite/pipeline.py), when that is safe:
         targets isolated in worker processes, not an xdist worker (whose tests are not known
-        ahead). Returns whether it started."""
+        ahead). Returns whether it started.
+
+        ``guess``: the plan is what collection will most likely give (the generated cases in
+        test order), made before pytest has built the items, so the targets start that much
+        earlier. Until :meth:`settle_plan` has the collected plan, rows are held back; then
+        only the pairs that will be reported are written and run."""
         if self._pipeline is not None or not self._plan or not self.pipelines():
             return False
         from .pipeline import Pipeline
+        if guess:
+            self._hold = []
         self._pipeline = Pipeline(self, self._plan)
         return True
+
+    @property
+    def guessing(self) -> bool:
+        """A pipeline runs on a guessed plan (start_pipeline(guess=True)) not yet settled."""
+        return self._hold is not None
+
+    def settle_plan(self, pairs: list[tuple[Case, str]]) -> bool:
+        """The collected plan, for a pipeline started on a guess: the held rows are written, and
+        if the plan is not the guess (a plugin deselected or reordered tests), the pairs not in
+        it are dropped: not run, their verdicts and rows (and failure files) not kept. Returns
+        whether the guess was right."""
+        pairs = list(pairs)
+        same = len(pairs) == len(self._plan) and all(a[0] is b[0] and a[1] == b[1]
+                                                     for a, b in zip(pairs, self._plan))
+        with self._rows_lock:
+            held, self._hold = self._hold or [], None
+            if not same:
+                self._wanted = {(t, c.id) for c, t in pairs}
+                self._plan = pairs
+                self._pipeline.replan(pairs, self._wanted)
+                for r in held:
+                    if (r["target"], r["case_id"]) not in self._wanted and r.get("failure_file"):
+                        Path(r["failure_file"]).unlink(missing_ok=True)
+                held = [r for r in held if (r["target"], r["case_id"]) in self._wanted]
+        for row in held:
+            self._append(row)
+        return same
+
+    def wanted(self, target: str, case_id: str) -> bool:
+        """Whether the pair is in the plan (always, but after a guess that was wrong)."""
+        return self._wanted is None or (target, case_id) in self._wanted
+
+    def _write_row(self, row: dict[str, Any]) -> None:
+        with self._rows_lock:
+            if self._hold is not None:
+                self._hold.append(row)
+                return
+            if not self.wanted(row["target"], row["case_id"]):
+                if row.get("failure_file"):
+                    Path(row["failure_file"]).unlink(missing_ok=True)
+                return
+        self._append(row)
+
+    def _append(self, row: dict[str, Any]) -> None:
+        line = self.writer.append(row)
+        if self.kept_rows is not None:   # as a reader of the file will see it (JSON types)
+            self.kept_rows.append(json.loads(line))
 
     @property
     def writer(self):
@@ -212,25 +278,29 @@ class Run:
         return hit
 
     # ---- execution
-    def _run_batch(self, case: Case, target: str, deliver=None, on_batch=None) -> None:
-        """Run ``case`` with the pending cases of its (op, target) as one batch; each outcome goes
-        to ``deliver(case, target, outcome)`` as soon as it exists (default: judge it now)."""
-        pend = self._pending[(target, case.op)]
-        batch = [case] + [c for cid, c in pend.items() if cid != case.id and (target, cid) not in self._verdicts]
-        # the first cases of each (target, op) run alone: a target that merges a batch into one
-        # model can only time the batch, so these give the op's own per-case latency. They go
-        # with the next batch in one hand-over (one message to an isolated target's worker)
-        singles = self._singles.get((target, case.op), 0)
+    def take_part(self, target: str, op: str, first: Case | None = None) -> tuple[list[Case], int]:
+        """The next batch of (target, op) from its pending cases (``first`` first), taken off the
+        pending list, and how many of its first cases run alone: the first cases of each
+        (target, op) run on their own, because a target that merges a batch into one model can
+        only time the batch, so these give the op's own per-case latency. They go with the rest
+        of the batch in one hand-over (one message to an isolated target's worker)."""
+        pend = self._pending[(target, op)]
+        batch = ([first] if first is not None else []) + [
+            c for cid, c in pend.items()
+            if (first is None or cid != first.id) and (target, cid) not in self._verdicts]
+        singles = self._singles.get((target, op), 0)
         alone = min(len(batch), max(0, self.config.latency_cases - singles))
-        self._singles[(target, case.op)] = singles + alone
+        self._singles[(target, op)] = singles + alone
         batch = batch[: alone + max(1, self.config.batch_size)]
-        if on_batch is not None:   # told before the cases leave the pending list (suite/pipeline.py)
-            on_batch(target, batch)
         for c in batch:
             pend.pop(c.id, None)
+        return batch, alone
 
-        deliver = deliver or self._judge_now
-        self.execute(target, batch, lambda i, o: deliver(batch[i], target, o), alone=alone)
+    def _run_batch(self, case: Case, target: str) -> None:
+        """Run ``case`` with the pending cases of its (op, target) as one batch (:meth:`take_part`);
+        each case is judged as soon as its outcome exists."""
+        batch, alone = self.take_part(target, case.op, first=case)
+        self.execute(target, batch, lambda i, o: self._judge_now(batch[i], target, o), alone=alone)
 
     def _judge_now(self, case: Case, target: str, o) -> None:
         try:
@@ -247,33 +317,48 @@ class Run:
         case is an ``error`` (suite.isolation.check_outcomes). ``on_outcome(i, outcome)`` is
         called once per case, as soon as its outcome exists (isolated targets stream them).
         """
+        cb = None if on_outcome is None else (lambda k, i, o: on_outcome(i, o))
+        return self.execute_parts(target, [(cases, alone)], cb)[0]
+
+    def execute_parts(self, target: str, parts: list[tuple[list[Case], int]], on_outcome=None):
+        """Several batches ``[(cases, alone), ...]`` of one target, each as :meth:`execute` runs
+        it, handed over at once (an isolated target's worker gets them in one message and runs
+        them back to back: suite/isolation.py ``run_parts``). ``on_outcome(k, i, outcome)`` once
+        per case of part ``k``, as soon as it exists. Returns the outcomes per part."""
         from targets.base import run_in_parts
         from .isolation import check_outcomes
         t = self.targets[target]
         t0 = time.perf_counter()
-        reported = [False] * len(cases)
+        reported = [[False] * len(cs) for cs, _ in parts]
         judging = [0.0]
 
-        def emit(i: int, o) -> None:
-            if on_outcome is not None and not reported[i]:
-                reported[i] = True
+        def emit(k: int, i: int, o) -> None:
+            if on_outcome is not None and not reported[k][i]:
+                reported[k][i] = True
                 t1 = time.perf_counter()
-                on_outcome(i, o)
+                on_outcome(k, i, o)
                 judging[0] += time.perf_counter() - t1
         iso = self._isolator(target)
+        outs = []
         if iso is not None:
             own0 = iso.stats["busy_s"] + iso.stats["worker_start_s"]
-            outs = iso.run(cases, self.timing, on_outcome=emit, alone=alone)
-        else:
-            outs = run_in_parts(t, cases, self.timing, alone)
-        outs = check_outcomes(outs, len(cases))
-        for o in outs:   # the target's own invoke time (info invoke_s: warm-up included), else its samples
-            inv = o.info.get("invoke_s")
-            inv = float(inv) if isinstance(inv, (int, float)) else sum(o.latency_us or ()) / 1e6
-            self.stats["invoke_s"] += inv
-            self.stats[f"invoke_s:{target}"] += inv
-        for i, o in enumerate(outs):
-            emit(i, o)
+            got = iso.run_parts(parts, self.timing, on_outcome=emit)
+            outs = [check_outcomes(g, len(cs)) for g, (cs, _) in zip(got, parts)]
+        else:   # in this process: each part's outcomes go on before the next part runs
+            for k, (cs, alone) in enumerate(parts):
+                got = check_outcomes(run_in_parts(t, cs, self.timing, alone), len(cs))
+                outs.append(got)
+                for i, o in enumerate(got):
+                    emit(k, i, o)
+        for got in outs:   # the target's own invoke time (info invoke_s: warm-up included), else its samples
+            for o in got:
+                inv = o.info.get("invoke_s")
+                inv = float(inv) if isinstance(inv, (int, float)) else sum(o.latency_us or ()) / 1e6
+                self.stats["invoke_s"] += inv
+                self.stats[f"invoke_s:{target}"] += inv
+        for k, got in enumerate(outs):
+            for i, o in enumerate(got):
+                emit(k, i, o)
         waited = time.perf_counter() - t0 - judging[0]
         self.stats["target_wait_s"] += waited   # what the runner waited, messages and GIL waits included
         if iso is not None:   # the worker's own time (and its start-up), not the messages or our waits
@@ -282,8 +367,15 @@ class Run:
             spent = waited
         self.stats["target_wall_s"] += spent
         self.stats[f"target_wall_s:{target}"] += spent   # per target (reports: suite/timing.py)
-        self.stats[f"cases:{target}"] += len(cases)
+        self.stats[f"cases:{target}"] += sum(len(cs) for cs, _ in parts)
         return outs
+
+    def submit(self, target: str, parts: list[tuple[list[Case], int]]) -> bool:
+        """Hand ``parts`` to the target's idle worker ahead of :meth:`execute_parts` with the same
+        object (suite/isolation.py ``Isolator.submit``), so its cases are in the worker before
+        its turn; False when that cannot be done (nothing is lost: they go then)."""
+        iso = self._isolator(target)
+        return iso is not None and iso.submit(parts, self.timing)
 
     # ---- verdicts
     def verdict(self, case: Case, target: str) -> Verdict:
@@ -300,7 +392,7 @@ class Run:
         if isinstance(v, Exception):
             raise v
         if not self._rows_when_judged:
-            self.writer.append(v.row)
+            self._write_row(v.row)
         return v
 
     def _judge(self, case: Case, target: str, o) -> Verdict:
@@ -344,7 +436,7 @@ class Run:
         v.row["harness_s"] = round(time.perf_counter() - t_start, 6)
         self.stats["judge_s"] += v.row["harness_s"]
         if self._rows_when_judged:
-            self.writer.append(v.row)
+            self._write_row(v.row)
         return v
 
     def _analyse(self, case: Case, cmp: Comparison, want) -> dict[str, Any]:
@@ -352,9 +444,20 @@ class Run:
         from reference.schemes import DEFAULT_SCHEME
         from reports.causes import analyse
         t0 = time.perf_counter()
+        scheme = self.config.scheme or DEFAULT_SCHEME
+        key = self._analyses.key(self.digest(case), scheme, cmp.errors) if self._analyses is not None else None
+        hit = self._analyses.get(key) if key is not None else None
+        if hit is not None:   # the same errors of the same case as an earlier run: the same fields
+            out = {k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
+                   for k, v in hit.items()}
+            out["analysis_s"] = round(time.perf_counter() - t0, 6)
+            self.stats["analysis_s"] += out["analysis_s"]
+            return out
         try:
             out = analyse(case, cmp.errors, want, lambda s: self.golden(case, s),
-                          self.config.scheme or DEFAULT_SCHEME, stack=lambda names: self._scheme_stack(case, names))
+                          scheme, stack=lambda names: self._scheme_stack(case, names))
+            if key is not None:
+                self._analyses.put(key, dict(out))
         except Exception as e:   # recorded in the row, never silently dropped
             out = {"analysis_error": f"{type(e).__name__}: {e}"}
         out["analysis_s"] = round(time.perf_counter() - t0, 6)
@@ -454,6 +557,11 @@ class Run:
                 row["failure_file"] = str(failure_file)
         return row
 
+    def reap(self) -> None:
+        """Wait for the worker processes :meth:`close` asked to end."""
+        while self._ending:
+            self._ending.pop().reap()
+
     def _isolator(self, target: str):
         """The worker-process runner of ``target``, or None when it runs in this process."""
         if target not in self._isolators:
@@ -463,7 +571,9 @@ class Run:
             self._isolators[target] = Isolator(t, timeout=self.config.timeout) if use else None
         return self._isolators[target]
 
-    def close(self) -> None:
+    def close(self, wait_workers: bool = True) -> None:
+        """End the pipeline, the targets (their worker processes) and the result file. With
+        ``wait_workers=False`` the workers are asked to end and :meth:`reap` waits for them."""
         if self._pipeline is not None:
             self._pipeline.stop()
             busy, self._pipeline = self._pipeline.alive, None
@@ -473,8 +583,11 @@ class Run:
             if iso is not None:
                 for k, v in iso.stats.items():
                     self.stats[f"isolation_{k}"] += v
-                iso.close()
+                iso.close(wait=False)
+                self._ending.append(iso)
         self._isolators.clear()
+        if wait_workers:
+            self.reap()
         for t in self.targets.values():
             try:
                 t.close()
@@ -486,6 +599,10 @@ class Run:
             self.stats["golden_cache_hits"] += self._disk.hits
             self._disk.hits = 0
             self._disk.save()
+        if self._analyses is not None:
+            self.stats["analysis_cache_hits"] += self._analyses.hits
+            self._analyses.hits = 0
+            self._analyses.save()
 
 
 def load_case_files(paths: list[str]) -> list[Case]:

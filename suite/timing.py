@@ -68,6 +68,8 @@ def summarize(stats: dict[str, float], wall_s: float, processes: int = 1) -> dic
             "collect_s": round(stats.get("collect_s", 0.0), 3),
             "worker_start_s": round(stats.get("isolation_worker_start_s", 0.0), 3),
             "target_wait_s": round(stats.get("target_wait_s", 0.0), 3),
+            # the pipeline started on a guessed plan (suite/plugin.py): was it right? (None: no guess)
+            "plan_guessed_right": (bool(stats["plan_guessed_right"]) if "plan_guessed_right" in stats else None),
             "harness_parts": harness_parts(stats, harness),
             "targets": rows}
 
@@ -86,6 +88,7 @@ def harness_parts(stats: dict[str, float], harness: float) -> dict[str, Any]:
     return {"judge_s": round(judge, 3), "golden_s": round(stats.get("golden_s", 0.0), 3),
             "analysis_s": round(stats.get("analysis_s", 0.0), 3), "report_s": round(report, 3),
             "golden_cache_hits": int(stats.get("golden_cache_hits", 0)),
+            "analysis_cache_hits": int(stats.get("analysis_cache_hits", 0)),
             "judge_overlaps": overlaps, "tests_wait_s": round(stats.get("tests_wait_s", 0.0), 3),
             "pytest_and_rest_s": round(max(0.0, harness - (0.0 if overlaps else judge) - report), 3)}
 
@@ -109,8 +112,9 @@ def read(report_dir: str | Path) -> dict[str, Any] | None:
 
 
 def _hits(hp: dict[str, Any]) -> str:
-    n = hp.get("golden_cache_hits") or 0
-    return f"; {n} goldens read from the golden cache" if n else ""
+    n, a = hp.get("golden_cache_hits") or 0, hp.get("analysis_cache_hits") or 0
+    return ((f"; {n} goldens" + (f" and {a} analyses" if a else "") + " read from the golden cache") if n or a
+            else "")
 
 
 def lines(doc: dict[str, Any]) -> list[str]:

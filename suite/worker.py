@@ -8,6 +8,10 @@ native runtime prints can never corrupt the protocol. Messages, parent -> worker
     ("init", {"module", "qualname", "name", "options"}, sys_path, parent_pid)
     ("batch", cases, timing, per_case[, alone])   # per_case: stream one outcome per case;
                                             # alone: the first cases each run on their own
+    ("parts", [(cases, alone), ...], timing[, gated])   # several batches back to back (not
+                                            # per_case): one "outcomes" reply per part, in order;
+                                            # gated: read now, run on the next message if it is
+    ("go",)                                 # this one (any other message drops the gated parts)
     ("close",)
 
 and worker -> parent::
@@ -177,12 +181,25 @@ def main() -> int:
         send(out_fd, ("init_error", f"{type(e).__name__}: {e}"[:2000]))
         return 1
     send(out_fd, ("ready", os.getpid()))
+    gated = None
     while True:
         msg = recv(in_fd)
         if msg is None or msg[0] == "close":
             break
+        if msg[0] == "go":
+            msg, gated = gated, None
+            if msg is None:
+                continue
+        else:
+            gated = None
+            if msg[0] == "parts" and len(msg) > 3 and msg[3]:
+                gated = msg   # unpickled while another target runs; started by "go"
+                continue
         if msg[0] == "batch":
             _run_batch(out_fd, target, *msg[1:])
+        elif msg[0] == "parts":   # the next part starts as soon as the last one's reply is written
+            for cases, alone in msg[1]:
+                _run_batch(out_fd, target, cases, msg[2], False, alone)
     try:
         target.close()
     except Exception:

@@ -198,3 +198,57 @@ def test_isolation_and_timeout_options_are_checked(run_suite):
     assert proc.returncode == 4 and "--isolation" in proc.stderr and "Traceback" not in proc.stderr
     proc, _ = run_suite("--target=ref", "--ops", "ADD", "--timeout", "0")
     assert proc.returncode == 4 and "--timeout" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ----------------------------------------------------------------------------- several parts in one message
+
+def _parts(cases, size):
+    return [(cases[i:i + size], 0) for i in range(0, len(cases), size)]
+
+
+def test_parts_in_one_message_a_crash_in_one_part_is_that_case_and_the_rest_go_to_a_fresh_worker(monkeypatch):
+    cases = generate(["ADD"], 12, 0)[:12]
+    monkeypatch.setenv("QCONFORM_FAULTS", json.dumps({cases[5].id: "segv", cases[9].id: "hang"}))
+    iso = Isolator(BatchedFaulty(), timeout=2.0)
+    seen = []
+    try:
+        outs = iso.run_parts(_parts(cases, 4), Timing(), on_outcome=lambda k, i, o: seen.append((k, i)))
+    finally:
+        iso.close()
+    flat = [o for part in outs for o in part]
+    assert [o.status for o in flat] == ["ok"] * 5 + ["crash"] + ["ok"] * 3 + ["timeout"] + ["ok"] * 2
+    assert "SIGSEGV" in flat[5].reason and "no result within" in flat[9].reason
+    assert sorted(seen) == [(k, i) for k in range(3) for i in range(4)]
+    pids = [o.info.get("pid") for o in flat]
+    assert pids[0] == pids[3] != pids[4]   # part 1 crashed as a batch: its cases ran one at a time
+    assert iso.stats["crashes"] == 2 and iso.stats["timeouts"] == 2   # batch + case, each
+
+
+def test_submitted_parts_wait_in_the_worker_and_run_on_go_or_are_dropped(monkeypatch):
+    from suite.isolation import Worker
+    monkeypatch.setenv("QCONFORM_FAULTS", "{}")
+    cases = generate(["ADD", "MUL"], 4, 0)
+    a, b = _parts(cases[:6], 3), _parts(cases[6:10], 2)
+    kinds = []
+    send = Worker.send
+    monkeypatch.setattr(Worker, "send", lambda self, msg: kinds.append(msg[0]) or send(self, msg))
+    iso = Isolator(BatchedFaulty(), timeout=10.0)
+    try:
+        iso.run_parts(_parts(cases[:1], 1), Timing())          # a ready, idle worker
+        assert iso.submit(a, Timing()) is True
+        assert iso.submit(a, Timing()) is True                 # again: the second replaces the first
+        got_a = iso.run_parts(a, Timing())
+        assert kinds[-1] == "go"
+        assert iso.submit(b, Timing()) is True
+        got_a2 = iso.run_parts(a, Timing())                     # other parts: b is dropped, a sent
+        assert kinds[-1] == "parts"
+        got_b = iso.run_parts(b, Timing())                      # b was dropped: sent again
+        assert kinds[-1] == "parts"
+        import select
+        fd = iso.worker.proc.stdout.fileno()
+        assert not iso.worker._buf and select.select([fd], [], [], 0.3)[0] == []   # nothing ran twice
+    finally:
+        iso.close()
+    for got, parts in ((got_a, a), (got_a2, a), (got_b, b)):
+        assert [[o.status for o in p] for p in got] == [["ok"] * len(cs) for cs, _ in parts]
+    assert iso.stats["workers_started"] == 1

@@ -124,19 +124,25 @@ def test_no_pipeline_for_xdist_workers_in_process_runs_or_when_off(tmp_path):
 
 def test_golden_cache_gives_the_same_rows_and_computes_nothing_the_second_time(run_suite, tmp_path):
     cache = tmp_path / "golden"
-    args = ("--target=tflite-ref", "--ops", "ADD,CONV_2D,SOFTMAX", "--cases-per-op", "6", f"--golden-cache={cache}")
+    # OffByOne: mismatching rows too, whose analyses (causes, histograms) come from the cache
+    args = ("--target=tflite-ref,tests.spine_targets:OffByOne", "--ops", "ADD,CONV_2D,SOFTMAX", "--cases-per-op", "6",
+            f"--golden-cache={cache}")
     first, rd1 = run_suite(*args, report_dir=tmp_path / "a")
     second, rd2 = run_suite(*args, report_dir=tmp_path / "b")
     off, rd3 = run_suite(*args[:-1], "--golden-cache=off", report_dir=tmp_path / "c")
-    assert first.returncode == second.returncode == off.returncode == 0, first.stdout[-2000:]
-    files = list(cache.glob("*.pkl"))
-    assert len(files) == 1 and files[0].stat().st_size > 0
-    rows = [{_key(r): tuple(r.get(f) for f in FIELDS + ("scheme_exact", "causes")) for r in _rows(rd)}
-            for rd in (rd1, rd2, rd3)]
+    assert first.returncode == second.returncode == off.returncode == 1, first.stdout[-2000:]
+    assert any(r.get("causes") for r in _rows(rd2))
+    files = [p for p in cache.glob("*.pkl") if not p.name.startswith(("cases-", "analysis-"))]
+    assert len(files) == 1 and files[0].stat().st_size > 0                       # the goldens' file,
+    assert len(list(cache.glob("cases-*.pkl"))) == len(list(cache.glob("analysis-*.pkl"))) == 1   # and
+    rows = [{_key(r): tuple(r.get(f) for f in FIELDS + ("scheme_exact", "causes", "cause_schemes", "err_hist"))
+             for r in _rows(rd)} for rd in (rd1, rd2, rd3)]
     assert rows[0] == rows[1] == rows[2]
     t1, t2 = (json.loads((rd / "timing.json").read_text())["harness_parts"] for rd in (rd1, rd2))
     assert t1["golden_cache_hits"] == 0 and t2["golden_cache_hits"] > 0
-    assert "goldens read from the golden cache" in second.stdout
+    assert t1["analysis_cache_hits"] == 0 and t2["analysis_cache_hits"] == len(_rows(rd2)) - sum(
+        r["status"] == "unsupported" for r in _rows(rd2))   # every analysed row of the second run
+    assert "analyses read from the golden cache" in second.stdout
 
 
 def test_golden_cache_is_keyed_by_the_goldens_own_source_and_survives_a_broken_file(tmp_path, monkeypatch):
@@ -218,19 +224,18 @@ def test_a_test_asked_again_gets_a_fresh_verdict(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------------------- review findings
 
-def test_a_runner_error_fails_only_its_batch(tmp_path, monkeypatch):
+def test_a_runner_error_fails_only_its_hand_over(tmp_path, monkeypatch):
     monkeypatch.setenv("QCONFORM_FAULTS", "{}")
     cases = generate(["ADD", "MUL"], 4, 0)
     run, name = _faulty_run(tmp_path, cases, batch_size=64)
-    real = run.execute
-    calls = []
+    real = run.execute_parts
+    monkeypatch.setattr("suite.pipeline.WINDOW_CASES", 1)   # one op per hand-over
 
-    def flaky(target, batch, on_outcome=None, alone=0):
-        calls.append(batch[0].op)
-        if batch[0].op == "ADD":
+    def flaky(target, parts, on_outcome=None):
+        if parts[0][0][0].op == "ADD":
             raise OSError(24, "Too many open files")
-        return real(target, batch, on_outcome, alone)
-    monkeypatch.setattr(run, "execute", flaky)
+        return real(target, parts, on_outcome)
+    monkeypatch.setattr(run, "execute_parts", flaky)
     assert run.start_pipeline()
     try:
         got = {}
@@ -315,3 +320,103 @@ def test_a_damaged_golden_cache_file_is_ignored(tmp_path):
     raw[-3] ^= 0xFF   # a flipped bit in the payload: the checksum catches it before unpickling
     path.write_bytes(bytes(raw))
     assert gc.GoldenCache(tmp_path).get("d", "s") is None
+
+
+# ----------------------------------------------------------------------------- hand-overs and the guessed plan
+
+def test_windows_hand_several_ops_to_a_target_in_one_message_with_the_same_verdicts(tmp_path, monkeypatch):
+    from suite.isolation import Worker
+    monkeypatch.setenv("QCONFORM_FAULTS", json.dumps({}))
+    cases = generate(["ADD", "MUL", "SUB"], 5, 0)
+    kinds = []
+    send = Worker.send
+    monkeypatch.setattr(Worker, "send", lambda self, msg: kinds.append(msg[0]) or send(self, msg))
+    from tests.fault_targets import BatchedFaulty
+    t = BatchedFaulty()   # a target that batches (per-case targets stream one message per part)
+    name = t.name
+    run = Run(RunConfig(targets=[name], report_dir=str(tmp_path / "rep"), batch_size=2, latency_cases=1),
+              targets={name: t})
+    run.plan([(c, name) for c in cases])
+    assert run.start_pipeline()
+    try:
+        got = {c.id: run.verdict(c, name).status for c in cases}
+    finally:
+        run.close()
+    assert set(got.values()) == {"pass"} and len(got) == len(cases) > 15
+    # one message for the three ops (per op one case alone, then batches of two)
+    assert kinds.count("parts") == 1 and "batch" not in kinds
+    assert sorted(r["case_id"] for r in _rows(tmp_path / "rep")) == sorted(got)
+
+
+def test_a_plan_guessed_right_starts_the_targets_before_collection_ends(run_suite, tmp_path):
+    p, rd = run_suite("--target=tflite-ref", "--ops", "ADD,MUL", "--cases-per-op", "6")
+    assert p.returncode == 0, p.stdout[-2000:]
+    timing = json.loads((rd / "timing.json").read_text())
+    assert timing["plan_guessed_right"] is True
+    counts = p.stdout.splitlines()[-1].split(" in ")[0]   # e.g. "18 passed, 6 skipped"
+    tests = sum(int(part.split()[0]) for part in counts.split(", "))
+    rows = _rows(rd)
+    assert len(rows) == len({_key(r) for r in rows}) == tests > 12
+
+
+def test_a_wrong_guess_is_corrected_rows_and_failure_files_only_for_the_tests_that_ran(run_suite, tmp_path):
+    args = ("--target=tests.spine_targets:OffByOne", "--ops", "ADD,MUL", "--cases-per-op", "8",
+            "-p", "tests.deselecting_plugin", "-rA")
+    on, rd_on = run_suite(*args, report_dir=tmp_path / "on")
+    off, rd_off = run_suite(*args, "--pipeline", "off", report_dir=tmp_path / "off")
+    assert on.returncode == off.returncode == 1, on.stdout[-2000:]
+    assert json.loads((rd_on / "timing.json").read_text())["plan_guessed_right"] is False
+    reported = {ln.split("[", 1)[1].split("]", 1)[0] for ln in on.stdout.splitlines()
+                if ln.startswith(("PASSED", "FAILED")) and "[" in ln}
+    last = on.stdout.splitlines()[-1]
+    deselected = int(last.split(" deselected")[0].split()[-1])
+    assert deselected >= len(reported) - 2 and len(reported) >= 10   # about half of the pairs ran
+    rows_on, rows_off = _rows(rd_on), _rows(rd_off)
+    assert {f"{r['case_id']}:{r['target']}" for r in rows_on} == reported
+    assert {_key(r): r["status"] for r in rows_on} == {_key(r): r["status"] for r in rows_off}
+    files_on = sorted(p.name for p in (rd_on / "failures").rglob("*.json"))
+    files_off = sorted(p.name for p in (rd_off / "failures").rglob("*.json"))
+    assert files_on == files_off and files_on                  # no file of a deselected pair
+
+
+def test_case_sets_are_read_back_as_generated_and_a_damaged_file_is_made_again(tmp_path):
+    from suite import golden_cache as gc
+    made = []
+
+    def gen():
+        made.append(1)
+        return generate(["ADD", "CONV_2D"], 5, 3)
+    first = gc.cached_cases(tmp_path, ["ADD", "CONV_2D"], 5, 3, gen)
+    second = gc.cached_cases(tmp_path, ["ADD", "CONV_2D"], 5, 3, gen)
+    assert len(made) == 1
+    assert [(c.id, c.digest()) for c in second] == [(c.id, c.digest()) for c in first]
+    other = gc.cached_cases(tmp_path, ["ADD", "CONV_2D"], 5, 4, lambda: generate(["ADD", "CONV_2D"], 5, 4))
+    assert [c.digest() for c in other] != [c.digest() for c in first]   # another seed: another file
+    assert len(list(tmp_path.glob("cases-*.pkl"))) == 2
+    for path in tmp_path.glob("cases-*.pkl"):
+        raw = bytearray(path.read_bytes())
+        raw[-5] ^= 0xFF
+        path.write_bytes(bytes(raw))
+    third = gc.cached_cases(tmp_path, ["ADD", "CONV_2D"], 5, 3, gen)
+    assert len(made) == 2 and [c.digest() for c in third] == [c.digest() for c in first]
+    assert gc.cached_cases(None, ["ADD"], 2, 0, lambda: "fresh") == "fresh"   # off
+
+
+def test_rows_kept_for_the_report_are_the_rows_in_the_file(tmp_path, monkeypatch):
+    from reports.results import last_of_each, read_rows
+    cases = generate(["ADD", "CONV_2D"], 4, 0)
+    monkeypatch.setenv("QCONFORM_FAULTS", json.dumps({cases[1].id: "off", cases[2].id: "shape"}))
+    run, name = _faulty_run(tmp_path, cases)
+    assert run.start_pipeline()
+    try:
+        for c in cases:
+            try:
+                run.verdict(c, name)
+            except Exception:
+                pass
+        run.verdict(cases[3], name)   # asked again: a second row, the last one counts
+    finally:
+        run.close()
+    on_disk = read_rows(tmp_path / "rep")
+    assert {r["status"] for r in on_disk} >= {"pass", "fail", "error"}
+    assert last_of_each(run.kept_rows) == on_disk and len(run.kept_rows) == len(cases) + 1

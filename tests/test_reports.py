@@ -160,7 +160,7 @@ def test_index_html_is_self_contained(run_dir):
         m = re.search(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', tag)
         assert m, f"not an embedded SVG: {tag[:120]}"
         svg = base64.b64decode(m.group(1))
-        assert b"<svg" in svg and b"Matplotlib" in svg            # drawn by the plotting library
+        assert b"<svg" in svg and b"viewBox" in svg               # a chart (reports/plots.py)
         assert not re.search(rb'href="(?!#|data:)', svg)           # the chart refers to nothing outside
     # nothing is fetched from anywhere: no external src/href, no stylesheet or script links
     assert not re.search(r'(src|href)="(https?:)?//', text)
@@ -230,3 +230,41 @@ def test_junit_xml_carries_properties(tmp_path, run_suite):
     n = len(read_rows(rd))
     assert n >= 2 and text.count("<testcase") == n
     assert text.count('name="qconform.status" value="pass"') == n and 'name="qconform.max_abs_lsb"' in text
+
+
+# ----------------------------------------------------------------------------- index.html in a child process
+
+def test_index_html_built_in_a_child_is_the_one_built_here(run_dir):
+    from reports.html import build_html
+    info = json.loads((run_dir / "run.json").read_text())
+    here = build_html(run_dir, read_rows(run_dir), info, None)
+    assert (run_dir / "index.html").read_text(encoding="utf-8") == here
+
+
+def test_in_child_gives_the_path_or_the_childs_own_error(tmp_path):
+    import os
+    import threading
+    from reports.runinfo import ChildError, in_child
+    out = tmp_path / "x.txt"
+
+    def write():
+        out.write_text("made by the child")
+        return out
+    child = in_child(write)
+    assert child is not None and child.result() == out and out.read_text() == "made by the child"
+
+    def boom():
+        raise ValueError("no rows")
+    with pytest.raises(ChildError, match="^ValueError: no rows$"):
+        in_child(boom).result()
+    with pytest.raises(ChildError, match="ended without a result"):
+        in_child(lambda: os._exit(3)).result()
+    # another thread alive: no fork (the caller builds it itself)
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert in_child(write) is None
+    finally:
+        stop.set()
+        t.join()
