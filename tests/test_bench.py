@@ -43,7 +43,8 @@ def test_bench_command_prints_every_part(qconform_cli, tmp_path):
     modes = {(r["target"], r["mode"].split(" ")[0]) for r in doc["throughput"]}
     assert modes == {("tflite-ref", "off"), ("tflite-ref", "on"), ("ort", "off"), ("ort", "on")}
     suite = doc["suite"]
-    assert [r["label"] for r in suite] == ["batched, cold QNN cache", "batched, warm QNN cache",
+    assert [r["label"] for r in suite] == ["batched, cold caches", "batched, warm caches, 1/3",
+                                           "batched, warm caches, 2/3", "batched, warm caches, 3/3",
                                            "batched, warm, pipeline off"]
     assert all(r["exit_status"] in (0, 1) for r in suite)
     assert all(r["harness_pct"] is not None and 0 <= r["harness_pct"] <= 100 for r in suite)

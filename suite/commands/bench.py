@@ -8,7 +8,8 @@ Three parts (all by default; docs/performance.md says what each figure means):
   case set, and the share of that time spent in the runtime's own invoke
   (benchmarks/throughput.py);
 * ``--suite``: the wall time of the default run (``pytest --target=tflite,tflite-ref,ort,htp``)
-  with a cold and a warm QNN context cache, and its harness share (benchmarks/suite_run.py).
+  with cold caches (QNN context, goldens, case set, analyses) and three times warm, then once
+  warm with ``--pipeline off``, and each run's harness share (benchmarks/suite_run.py).
 
 The benchmarks live in the source checkout (``benchmarks/``), not in the installed package,
 and are not part of the default test run.
@@ -117,7 +118,9 @@ def main(args) -> int:
         cpo = args.cases_per_op if args.cases_per_op != 30 else None
         for n in workers:
             with tempfile.TemporaryDirectory(prefix="qconform-bench-cache-") as cache:
-                for label in ("cold QNN cache", "warm QNN cache"):
+                # cold: fresh QNN context, golden, case-set and analysis caches; warm: three runs on
+                # them (a nightly on the same machine), as the figures of one run vary by 10-20%
+                for label in ("cold caches", "warm caches, 1/3", "warm caches, 2/3", "warm caches, 3/3"):
                     r = suite_run.run_suite(f"batched, {label}", ",".join(targets), n, cpo, ops, cache)
                     print(f"  {r.label:<28} -n {n}: {r.wall_s:.1f} s, harness {r.harness_pct}%", flush=True)
                     rows.append(r)
