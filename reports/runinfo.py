@@ -15,6 +15,7 @@ rewritten when it ends, so an interrupted run still says what it was::
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import os
 import platform
@@ -32,8 +33,18 @@ FORMAT = "qconform-run/1"
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@functools.lru_cache(maxsize=8)
+def _git_info(root: Path) -> tuple:
+    return tuple(_git_info_now(root).items())
+
+
 def git_info(root: Path = ROOT) -> dict[str, Any]:
-    """Commit, branch and dirty flag of the suite's checkout (None where git is unavailable)."""
+    """Commit, branch and dirty flag of the suite's checkout (None where git is unavailable), as
+    at the first call in this process (a run's start and end: three git commands, once)."""
+    return dict(_git_info(Path(root)))
+
+
+def _git_info_now(root: Path) -> dict[str, Any]:
     def git(*args):
         try:
             p = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
@@ -197,9 +208,9 @@ def finish_run(run, rows: list[dict], skipped=(), exit_status: int | None = None
     """At session end (controller): run.json, results.parquet, index.html and, with --certify, the certificate.
 
     Returns {"written": [paths], "errors": [messages], "certificate": doc|None, "waiver_problems": [...]};
-    an artefact that cannot be written is reported, never silently skipped. index.html, the
-    slowest, is built in a child process (:func:`in_child`) while this one writes the rest and
-    calls ``alongside()`` (e.g. the summaries).
+    an artefact that cannot be written is reported, never silently skipped. index.html and
+    results.parquet are written by child processes (:func:`in_child`) while this one writes the
+    rest and calls ``alongside()`` (e.g. the summaries).
     """
     out: dict[str, Any] = {"written": [], "errors": [], "certificate": None, "waiver_problems": []}
     d = Path(run.report_dir)
@@ -224,21 +235,24 @@ def finish_run(run, rows: list[dict], skipped=(), exit_status: int | None = None
             out["certificate"] = cert
         except Exception as e:
             out["errors"].append(f"certificate: {type(e).__name__}: {e}")
-    html = None
+    html = parquet = None
     if rows:
         from .html import write_html
         html = in_child(lambda: write_html(d, rows, info, cert))
+        parquet = in_child(lambda: write_parquet(d, rows))
     try:
         attempt("run.json", lambda: write_run_info(d, info))
-        if rows:
-            attempt("results.parquet", lambda: write_parquet(d, rows))
+        try:
+            if alongside is not None:
+                alongside()
+        finally:
+            if rows:
+                attempt("results.parquet", parquet.result if parquet is not None else (lambda: write_parquet(d, rows)))
         if cert is not None:
             from .certify import write_certificate
             attempt("certificate", lambda: write_certificate(d, cert))
         from .certify import waiver_problems
         out["waiver_problems"] = waiver_problems(rows, getattr(run, "waivers", None))
-        if alongside is not None:
-            alongside()
     finally:
         if rows:
             attempt("index.html", html.result if html is not None else (lambda: write_html(d, rows, info, cert)))

@@ -122,6 +122,9 @@ class Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         env.setdefault("PYTHONFAULTHANDLER", "1")
+        # NumPy's BLAS threads in a worker only spin-wait beside the runtime under test (about
+        # 0.1 s of CPU per worker and run, taken from the other processes on a small machine)
+        env.setdefault("OPENBLAS_NUM_THREADS", "1")
         self.proc = subprocess.Popen([sys.executable, "-m", "suite.worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.log_fd, start_new_session=True,
                                      env=env, close_fds=True)

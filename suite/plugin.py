@@ -159,6 +159,9 @@ def _resolve_targets(config) -> tuple[list[str], list[tuple[str, str]]]:
 
 
 def pytest_configure(config):
+    if _FROZEN:   # an earlier run in this process froze its objects: they may be collected now
+        _FROZEN.clear()
+        gc.unfreeze()
     config.addinivalue_line("markers", "qconform: a conformance case of the qconform suite")
     if not _is_conformance_run(config):
         return
@@ -535,15 +538,29 @@ def pytest_sessionfinish(session, exitstatus):
         return
     run = st["run"]
     # the rest of the session makes many objects and frees few: no garbage collection passes
-    # over everything alive (pytest's items, the cases), which cost a third of the report's time
-    collecting = gc.isenabled()
-    gc.disable()
+    # over everything alive (pytest's items, the cases), which cost a third of the report's
+    # time; collection resumes at pytest_unconfigure
+    if gc.isenabled() and not st.get("gc_off"):
+        st["gc_off"] = True
+        gc.disable()
     try:
         _sessionfinish(session, exitstatus, st, run)
     finally:
         run.reap()   # if _finish raised
-        if collecting:
-            gc.enable()
+
+
+_FROZEN = []   # gc.freeze() done by pytest_unconfigure (undone by the next run in this process)
+
+
+def pytest_unconfigure(config):
+    st = _state(config)
+    if st is not None and st.pop("gc_off", False):
+        # what is alive now is frozen (gc.freeze): otherwise the next collection, and the
+        # interpreter's final ones at exit, walk every object of the session again (0.3 s and
+        # 0.7 s after a default run). A later run in this process unfreezes them (pytest_configure)
+        gc.freeze()
+        _FROZEN.append(True)
+        gc.enable()
 
 
 def _sessionfinish(session, exitstatus, st, run):
