@@ -140,7 +140,7 @@ def _write(path: Path, magic: bytes, obj) -> bool:
 # ----------------------------------------------------------------------------- cause analyses
 
 ANALYSIS_MAGIC = b"qconform-analysis-cache/1\n"
-MAX_ANALYSES = 1_000_000   # entries in the file (about 0.5 KB each), at most
+MAX_ANALYSES = 200_000   # entries in the file, at most (50 B for an exact result to ~1 KB: ~10-200 MB)
 
 
 def analysis_version() -> str:

@@ -485,9 +485,10 @@ class Isolator:
                 for i, o in enumerate(got):
                     on_outcome(k, i, o)
 
-        if self.per_case:   # a streaming target: one message per part already
-            for k, (cs, alone) in enumerate(parts):
-                put(k, self.run(cs, timing, alone=alone))
+        if self.per_case:   # a streaming target: one message per part already, each outcome
+            for k, (cs, alone) in enumerate(parts):   # passed on as soon as it exists
+                cb = None if on_outcome is None else (lambda i, o, k=k: on_outcome(k, i, o))
+                outs[k] = self.run(cs, timing, on_outcome=cb, alone=alone)
             return outs
         k = 0
         while k < len(parts):

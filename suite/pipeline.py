@@ -3,13 +3,16 @@
 Without it a run alternates: a test asks for its verdict, the target runs the batch, the
 harness judges it, pytest reports the tests, and only then does the next batch start, so
 the target processes sit idle while the harness works and the harness waits while they
-work. With the plan known after collection (:meth:`suite.runner.Run.plan`), two threads
-of the pytest process take the targets' side of the run off the tests' path:
+work. With the plan known (:meth:`suite.runner.Run.plan`: after collection, or guessed before
+it and settled at its end, :meth:`Run.settle_plan`), two threads of the pytest process take
+the targets' side of the run off the tests' path:
 
-* the **runner** thread walks the plan in test order and hands each (op, target) batch to
-  its target exactly as a test would (:meth:`Run._run_batch`: the same batches, latency
-  singles and bisection; isolated targets keep their crash and timeout verdicts), and
-  passes each outcome on as soon as it arrives;
+* the **runner** thread walks the plan in test order, a window of whole ops at a time (about
+  ``WINDOW_CASES`` cases per target), and hands each target its share of the window at once
+  (:meth:`Run.take_part` makes the batches a test would: the same batches, latency singles
+  and bisection; :meth:`Run.execute_parts`: one message to an isolated target's worker, which
+  keeps the crash and timeout verdicts); while one target runs, the next targets' workers get
+  their cases ahead (:meth:`Run.submit`). Each outcome is passed on as soon as it arrives;
 * the **judge** thread compares each outcome with the golden and writes its row at once
   (a run killed with ``kill -9`` loses only what was not yet judged, as before);
 * a test waits for its own verdict (:meth:`Pipeline.wait`). A test that asks for a pair
@@ -20,7 +23,8 @@ cores the targets run on one while pytest and the judge share the other. The run
 at most ``LOOKAHEAD`` verdicts ahead of the tests. Used unless ``--pipeline off``,
 ``--isolation none`` or in an xdist worker (whose future tests are not known); a target
 that asks to run in this process (``isolate = False``, e.g. ``ref``) runs in the runner
-thread, and an interrupted run waits for its batch to end (docs/performance.md).
+thread, and an interrupted run waits for its hand-over (all its parts) to end
+(docs/performance.md).
 """
 
 from __future__ import annotations
@@ -66,7 +70,8 @@ class Pipeline:
         run.stats["pipelined"] = 1.0
         self.judge.start()
         self.runner.start()
-        threading.Thread(target=_preload, name="qconform-preload", daemon=True).start()
+        self.preload = threading.Thread(target=_preload, name="qconform-preload", daemon=True)
+        self.preload.start()
 
     # ---- threads
     def _guard(self, fn) -> None:
@@ -174,7 +179,10 @@ class Pipeline:
                     for later in jobs[n + 1:] + (ahead or []):
                         if later[0] != target and not any(later is x for x in submitted):
                             submitted.append(later)
-                            self.run.submit(*later)
+                            try:
+                                self.run.submit(*later)
+                            except Exception:   # only a head start: the parts go on their turn
+                                pass
                     submitted = [x for x in submitted if x is not jobs[n]]
                     self._batch = [(target, c.id) for cases, _ in parts for c in cases]
                     try:
@@ -199,7 +207,8 @@ class Pipeline:
                 with self.cv:
                     for key in keys:
                         if key in self.outstanding:
-                            self.run._verdicts[key] = error
+                            if self.run.wanted(*key):   # (not a pair a wrong guess dropped)
+                                self.run._verdicts[key] = error
                             self.outstanding.discard(key)
                     self.cv.notify_all()
                 continue
@@ -221,6 +230,8 @@ class Pipeline:
         asked = False
         t0 = time.perf_counter()
         with self.cv:
+            if not self.run.wanted(target, case.id):   # not in the settled plan, asked anyway: its
+                self.run._wanted.add(key)               # verdict and row are kept (else: no verdict)
             while key not in self.run._verdicts:
                 if self.error is not None:
                     raise self.error
@@ -242,8 +253,9 @@ class Pipeline:
         return v
 
     def stop(self) -> None:
-        """End both threads. Outcomes not yet judged are dropped (their tests never ran). An idle
-        runner ends at once; one inside a batch has its isolated targets' workers killed."""
+        """End both threads (and wait for the report's imports, :func:`_preload`). Outcomes not
+        yet judged are dropped (their tests never ran). An idle runner ends at once; one inside a
+        batch has its isolated targets' workers killed."""
         with self.cv:
             self.stopping = True
             self.cv.notify_all()
@@ -255,6 +267,9 @@ class Pipeline:
             self.runner.join(timeout=30)   # an in-process target's batch runs to its end
         self.judge_q.put(_STOP)
         self.judge.join(timeout=30)
+        # the report needs those imports anyway, and with no other thread alive it can be written
+        # by forked children (reports/runinfo.py in_child)
+        self.preload.join(timeout=30)
 
     @property
     def alive(self) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import gc
+import sys
 import time
 from pathlib import Path
 
@@ -361,11 +362,11 @@ def _test_order(cases, targets) -> list:
 def _plan_is_foreseeable(config) -> bool:
     """Whether the collected plan will almost surely be every generated pair in test order:
     no selection (-k, -m, --deselect, test ids, --lf/--ff/--nf/--sw, --resume), no reordering
-    plugin, not --collect-only, not under xdist. If a plugin changes it anyway, the guess is
-    corrected at the end of collection (Run.settle_plan)."""
+    plugin, not --collect-only or --fixtures, not under xdist. If a plugin changes it anyway, the
+    guess is corrected at the end of collection (Run.settle_plan)."""
     o = config.option
     st = _state(config)
-    if (o.collectonly or getattr(o, "setupplan", False) or getattr(o, "setuponly", False)
+    if (o.collectonly or getattr(o, "setupplan", False) or getattr(o, "setuponly", False) or _shows_fixtures(o)
             or getattr(o, "dist", "no") != "no" or hasattr(config, "workerinput") or st.get("resume")):
         return False
     if (getattr(o, "keyword", "") or getattr(o, "markexpr", "") or getattr(o, "deselect", None)
@@ -423,13 +424,23 @@ def pytest_collection_finish(session):
             pairs.append(cs.params["qc_pair"])
     run = st["run"]
     run.stats["collect_s"] = time.perf_counter() - st["t0"]   # generation and collection
+    o = session.config.option
+    # no test will run: collection failed (pytest stops before the first test unless
+    # --continue-on-collection-errors), was interrupted (the exception is on its way out: this
+    # hook runs in a finally), or pytest only shows fixtures
+    idle = (bool(session.testsfailed and not getattr(o, "continue_on_collection_errors", False))
+            or sys.exc_info()[1] is not None or _shows_fixtures(o))
     if run.guessing:   # the pipeline started on the plan collection was expected to give
-        run.stats["plan_guessed_right"] = float(run.settle_plan(pairs))
+        run.stats["plan_guessed_right"] = float(run.settle_plan([] if idle else pairs))
         return
     run.plan(pairs)
-    o = session.config.option
-    if not (o.collectonly or getattr(o, "setupplan", False) or getattr(o, "setuponly", False)):
+    if not (idle or o.collectonly or getattr(o, "setupplan", False) or getattr(o, "setuponly", False)):
         run.start_pipeline()
+
+
+def _shows_fixtures(o) -> bool:
+    """--fixtures / --fixtures-per-test: pytest collects, prints and runs no test."""
+    return bool(getattr(o, "showfixtures", False) or getattr(o, "show_fixtures_per_test", False))
 
 
 def pytest_xdist_auto_num_workers(config):

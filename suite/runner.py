@@ -208,8 +208,8 @@ class Run:
                     if (r["target"], r["case_id"]) not in self._wanted and r.get("failure_file"):
                         Path(r["failure_file"]).unlink(missing_ok=True)
                 held = [r for r in held if (r["target"], r["case_id"]) in self._wanted]
-        for row in held:
-            self._append(row)
+            for row in held:   # under the lock: before any row the judge writes from now on
+                self._append(row)
         return same
 
     def wanted(self, target: str, case_id: str) -> bool:

@@ -252,3 +252,21 @@ def test_submitted_parts_wait_in_the_worker_and_run_on_go_or_are_dropped(monkeyp
     for got, parts in ((got_a, a), (got_a2, a), (got_b, b)):
         assert [[o.status for o in p] for p in got] == [["ok"] * len(cs) for cs, _ in parts]
     assert iso.stats["workers_started"] == 1
+
+
+def test_parts_of_a_streaming_target_pass_each_outcome_on_as_it_exists(monkeypatch):
+    # a per-case target streams its outcomes: the ones before a hang are judged (and their rows
+    # written) while the hang's timeout runs, not after it
+    cases = generate(["ADD"], 4, 0)[:4]
+    monkeypatch.setenv("QCONFORM_FAULTS", json.dumps({cases[3].id: "hang"}))
+    iso = Isolator(Faulty(), timeout=1.5)
+    t0 = time.monotonic()
+    seen = []
+    try:
+        outs = iso.run_parts([(cases[:2], 0), (cases[2:], 0)], Timing(),
+                             on_outcome=lambda k, i, o: seen.append((k, i, o.status, time.monotonic() - t0)))
+    finally:
+        iso.close()
+    assert [(k, i, s) for k, i, s, _ in seen] == [(0, 0, "ok"), (0, 1, "ok"), (1, 0, "ok"), (1, 1, "timeout")]
+    assert [[o.status for o in p] for p in outs] == [["ok", "ok"], ["ok", "timeout"]]
+    assert seen[3][3] - seen[2][3] > 1.0   # case 2 came as soon as it was done, before the hang's timeout

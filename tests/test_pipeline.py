@@ -420,3 +420,134 @@ def test_rows_kept_for_the_report_are_the_rows_in_the_file(tmp_path, monkeypatch
     on_disk = read_rows(tmp_path / "rep")
     assert {r["status"] for r in on_disk} >= {"pass", "fail", "error"}
     assert last_of_each(run.kept_rows) == on_disk and len(run.kept_rows) == len(cases) + 1
+
+
+def test_no_rows_when_collection_fails_after_the_guessed_plan_started(run_suite, tmp_path):
+    # pytest runs no test after a collection error; the targets, started on the guessed plan while
+    # the rest was collected, must leave no rows, failure files or report of tests that never ran
+    broken = tmp_path / "broken" / "test_broken.py"
+    broken.parent.mkdir()
+    broken.write_text("import time\ntime.sleep(3)   # the targets have long started\n"
+                      "import this_module_does_not_exist\n")
+    p, rd = run_suite("--target=tests.spine_targets:OffByOne", "--ops", "ADD,MUL", "--cases-per-op", "6",
+                      "suite/test_conformance.py", str(broken))
+    assert p.returncode == 2 and "error during collection" in p.stdout, p.stdout[-2000:]
+    assert not (rd / "results.jsonl").exists() or not _rows(rd)
+    assert not list(rd.glob("failures/**/*.json")) and not (rd / "index.html").exists()
+    assert json.loads((rd / "timing.json").read_text())["plan_guessed_right"] is False
+
+
+def test_a_failed_hand_over_of_pairs_a_wrong_guess_dropped_leaves_no_verdict(tmp_path, monkeypatch):
+    monkeypatch.setenv("QCONFORM_FAULTS", "{}")
+    cases = generate(["ADD", "MUL"], 4, 0)
+    run, name = _faulty_run(tmp_path, cases)
+    real = run.execute_parts
+    entered, release = threading.Event(), threading.Event()
+    monkeypatch.setattr("suite.pipeline.WINDOW_CASES", 1)   # one op per hand-over
+
+    def flaky(target, parts, on_outcome=None):
+        if parts[0][0][0].op == "ADD":   # still running when the plan is settled, then fails
+            entered.set()
+            release.wait(10)
+            raise OSError(24, "Too many open files")
+        return real(target, parts, on_outcome)
+    monkeypatch.setattr(run, "execute_parts", flaky)
+    assert run.start_pipeline(guess=True)
+    keep = [c for c in cases if c.op == "MUL"]
+    try:
+        assert entered.wait(10)
+        assert run.settle_plan([(c, name) for c in keep]) is False   # the ADD pairs were deselected
+        release.set()
+        got = {c.id: run.verdict(c, name).status for c in keep}   # judged after the ADD failure
+    finally:
+        run.close()
+    assert set(got.values()) == {"pass"}
+    assert run._verdicts == {}   # no verdict left that no test will ever ask for (LOOKAHEAD)
+
+
+def test_the_reports_imports_end_with_the_pipeline(tmp_path, monkeypatch):
+    # no thread of the pipeline outlives it, so the report can be written by forked children
+    # (reports/runinfo.py in_child: not while another thread runs)
+    monkeypatch.setenv("QCONFORM_FAULTS", "{}")
+    monkeypatch.setattr("suite.pipeline._preload", lambda: time.sleep(1.5))
+    run, name = _faulty_run(tmp_path, generate(["ADD"], 2, 0))
+    assert run.start_pipeline()
+    run.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("qconform-")]
+
+
+def test_a_pair_asked_for_outside_the_settled_plan_still_gets_its_verdict(tmp_path, monkeypatch):
+    monkeypatch.setenv("QCONFORM_FAULTS", "{}")
+    cases = generate(["ADD", "MUL"], 4, 0)
+    run, name = _faulty_run(tmp_path, cases)
+    assert run.start_pipeline(guess=True)
+    outsider = next(c for c in cases if c.op == "ADD")
+    got = []
+    try:
+        assert run.settle_plan([(c, name) for c in cases if c.op == "MUL"]) is False
+        t = threading.Thread(target=lambda: got.append(run.verdict(outsider, name).status), daemon=True)
+        t.start()
+        t.join(15)   # (its verdict was dropped as unwanted: the test waited forever)
+    finally:
+        run.close()
+    assert got == ["pass"]
+    assert [r["case_id"] for r in _rows(tmp_path / "rep")].count(outsider.id) == 1
+
+
+def test_rows_held_during_the_guess_come_before_the_rows_judged_after_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("QCONFORM_FAULTS", "{}")
+    cases = generate(["ADD", "MUL"], 4, 0)
+    run, name = _faulty_run(tmp_path, cases)
+    monkeypatch.setattr("suite.pipeline.WINDOW_CASES", 1)   # one op per hand-over
+    real = run.execute_parts
+    go_mul, mul_written = threading.Event(), threading.Event()
+
+    def gated(target, parts, on_outcome=None):
+        if parts[0][0][0].op == "MUL":   # judged while the held ADD rows are being written
+            go_mul.wait(10)
+        return real(target, parts, on_outcome)
+    monkeypatch.setattr(run, "execute_parts", gated)
+    settler = threading.current_thread()
+    append = run._append
+
+    def watched(row):
+        if threading.current_thread() is settler and not go_mul.is_set():
+            go_mul.set()
+            mul_written.wait(1)   # (with the rows written under the lock, no MUL row comes meanwhile)
+        elif row["op"] == "MUL":
+            mul_written.set()
+        append(row)
+    monkeypatch.setattr(run, "_append", watched)
+    n_add = sum(c.op == "ADD" for c in cases)
+    assert run.start_pipeline(guess=True)
+    try:
+        deadline = time.monotonic() + 10
+        while len(run._hold or ()) < n_add and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert run.settle_plan(list(run._plan)) is True
+        for c in cases:
+            run.verdict(c, name)
+    finally:
+        run.close()
+    ops = [r["op"] for r in _rows(tmp_path / "rep")]
+    assert ops == ["ADD"] * n_add + ["MUL"] * (len(cases) - n_add)
+
+
+def test_a_failed_pre_send_costs_only_the_head_start(tmp_path, monkeypatch):
+    from tests.fault_targets import BatchedFaulty
+    monkeypatch.setenv("QCONFORM_FAULTS", "{}")
+    cases = generate(["ADD", "MUL"], 3, 0)
+    a, b = Faulty(), BatchedFaulty()
+    run = Run(RunConfig(targets=[a.name, b.name], report_dir=str(tmp_path / "rep"), latency_cases=0),
+              targets={a.name: a, b.name: b})
+    run.plan([(c, t) for c in cases for t in (a.name, b.name)])
+
+    def broken(target, parts):
+        raise RuntimeError("cannot pickle the cases")
+    monkeypatch.setattr(run, "submit", broken)
+    assert run.start_pipeline()
+    try:
+        got = {(c.id, t): run.verdict(c, t).status for c in cases for t in (a.name, b.name)}
+    finally:
+        run.close()
+    assert set(got.values()) == {"pass"}
