@@ -5,8 +5,8 @@ Why: drawing the four charts with matplotlib took about half a second per report
 is a few hundred rects, lines and texts: writing them as strings takes milliseconds.
 
 How: ``_Svg`` collects elements (rect, line, text) as strings, in points (72 per inch;
-``width``/``height`` are given in ``pt`` with a matching ``viewBox``, so a chart shows at the size
-the matplotlib one did). ``_linear`` and ``_log`` map data to positions, ``_decades`` picks the
+``width``/``height`` are given in ``pt`` with a matching ``viewBox``, so a chart shows at its
+size in print units). ``_linear`` and ``_log`` map data to positions, ``_decades`` picks the
 ticks of a log axis (powers of ten, plain labels) and ``_nice`` those of a linear one, ``_legend``
 draws colour swatches in rows. Data marks are grouped by kind (``<g class="bars">``, ``cells``,
 ``no-data``, ``failing``, ``legend``) for anyone reading the SVG. Text stays ``<text>`` (sans-serif):

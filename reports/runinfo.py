@@ -33,18 +33,14 @@ FORMAT = "qconform-run/1"
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@functools.lru_cache(maxsize=8)
-def _git_info(root: Path) -> tuple:
-    return tuple(_git_info_now(root).items())
-
-
 def git_info(root: Path = ROOT) -> dict[str, Any]:
     """Commit, branch and dirty flag of the suite's checkout (None where git is unavailable), as
     at the first call in this process (a run's start and end: three git commands, once)."""
     return dict(_git_info(Path(root)))
 
 
-def _git_info_now(root: Path) -> dict[str, Any]:
+@functools.lru_cache(maxsize=8)
+def _git_info(root: Path) -> dict[str, Any]:
     def git(*args):
         try:
             p = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
@@ -235,11 +231,10 @@ def finish_run(run, rows: list[dict], skipped=(), exit_status: int | None = None
             out["certificate"] = cert
         except Exception as e:
             out["errors"].append(f"certificate: {type(e).__name__}: {e}")
-    html = parquet = None
     if rows:
         from .html import write_html
-        html = in_child(lambda: write_html(d, rows, info, cert))
-        parquet = in_child(lambda: write_parquet(d, rows))
+        html = _alongside(lambda: write_html(d, rows, info, cert))
+        parquet = _alongside(lambda: write_parquet(d, rows))
     try:
         attempt("run.json", lambda: write_run_info(d, info))
         try:
@@ -247,7 +242,7 @@ def finish_run(run, rows: list[dict], skipped=(), exit_status: int | None = None
                 alongside()
         finally:
             if rows:
-                attempt("results.parquet", parquet.result if parquet is not None else (lambda: write_parquet(d, rows)))
+                attempt("results.parquet", parquet)
         if cert is not None:
             from .certify import write_certificate
             attempt("certificate", lambda: write_certificate(d, cert))
@@ -255,7 +250,7 @@ def finish_run(run, rows: list[dict], skipped=(), exit_status: int | None = None
         out["waiver_problems"] = waiver_problems(rows, getattr(run, "waivers", None))
     finally:
         if rows:
-            attempt("index.html", html.result if html is not None else (lambda: write_html(d, rows, info, cert)))
+            attempt("index.html", html)
     return out
 
 
@@ -288,6 +283,13 @@ class _Child:
 
 class ChildError(Exception):
     """What went wrong in a child of :func:`in_child` (its message names the child's exception)."""
+
+
+def _alongside(fn):
+    """``fn`` started in a child (:func:`in_child`); returns what gives its result: the child's
+    ``result``, or ``fn`` itself to be called here when no child could be made."""
+    child = in_child(fn)
+    return child.result if child is not None else fn
 
 
 def in_child(fn) -> _Child | None:

@@ -54,7 +54,7 @@ class Tensor:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        return math.prod(self.shape)   # (a Python product: np.prod costs microseconds per call)
 
     def scale_array(self) -> np.ndarray:
         return np.asarray(self.scale, dtype=np.float64)

@@ -26,7 +26,6 @@ import hashlib
 import os
 import pickle
 from pathlib import Path
-from typing import Any
 
 FORMAT = "qconform-golden-cache/1"   # also in the version hash
 MAX_BYTES = 128 << 20
@@ -59,14 +58,13 @@ def _nbytes(arrays) -> int:
     return sum(getattr(a, "nbytes", 0) for a in arrays)
 
 
-MAGIC = b"qconform-golden-cache/1\n"
-CASES_MAGIC = b"qconform-case-set/1\n"
+MAGIC = FORMAT.encode() + b"\n"
 
 
-def _read(path: Path, magic: bytes = MAGIC) -> dict:
-    """The goldens of a cache file; {} if it is absent, damaged or of another format. The file is
-    MAGIC, the SHA-256 of the payload (hex, one line) and the payload (a pickle): a damaged file
-    fails the checksum before anything is unpickled."""
+def _read(path: Path, magic: bytes) -> dict:
+    """The dict a cache file holds; {} if it is absent, damaged or of another format. The file is
+    ``magic``, the SHA-256 of the payload (hex, one line) and the payload (a pickle): a damaged
+    file fails the checksum before anything is unpickled."""
     try:
         raw = path.read_bytes()
     except OSError:
@@ -84,44 +82,56 @@ def _read(path: Path, magic: bytes = MAGIC) -> dict:
     return goldens if isinstance(goldens, dict) else {}
 
 
-class GoldenCache:
-    def __init__(self, folder: Path):
-        self.path = Path(folder) / f"{version()}.pkl"
-        self._old: dict[tuple[str, str], Any] | None = None
-        self._new: dict[tuple[str, str], Any] = {}
-        self._new_bytes = 0
+class _Store:
+    """Entries kept between runs in one file: read at the first lookup, written at :meth:`save`
+    when this run added some: the file as it is on disk then (another process may have added to
+    it) plus this run's, or this run's alone past ``limit`` (counted by ``size(value)``)."""
+
+    def __init__(self, path: Path, magic: bytes, limit: int, size):
+        self.path, self._magic, self._limit, self._size = path, magic, limit, size
+        self._old: dict | None = None
+        self._new: dict = {}
+        self._new_size = 0
         self.hits = 0
 
-    def _load(self) -> dict:
+    def _lookup(self, key):
         if self._old is None:
-            self._old = _read(self.path)
-        return self._old
-
-    def get(self, digest: str, scheme: str):
-        hit = self._load().get((digest, scheme))
+            self._old = _read(self.path, self._magic)
+        hit = self._old.get(key)
         if hit is not None:
             self.hits += 1
         return hit
 
-    def put(self, digest: str, scheme: str, outputs) -> None:
-        """Keep a golden this run computed (up to MAX_BYTES of them)."""
-        n = _nbytes(outputs)
-        if self._new_bytes + n <= MAX_BYTES:
-            self._new[(digest, scheme)] = [a.copy() for a in outputs]
-            self._new_bytes += n
+    def _keep(self, key, value) -> None:
+        n = self._size(value)
+        if self._new_size + n <= self._limit:
+            self._new[key] = value
+            self._new_size += n
 
     def save(self) -> Path | None:
-        """Write the file when this run computed new goldens: the file as it is now on disk (another
-        process may have added to it) plus this run's, or this run's alone past MAX_BYTES."""
         if not self._new:
             return None
-        old = _read(self.path)
-        size_old = sum(_nbytes(v) for v in old.values())
-        goldens = {**old, **self._new} if size_old + self._new_bytes <= MAX_BYTES else dict(self._new)
-        if not _write(self.path, MAGIC, goldens):
+        old = _read(self.path, self._magic)
+        size_old = sum(self._size(v) for v in old.values())
+        keep = {**old, **self._new} if size_old + self._new_size <= self._limit else dict(self._new)
+        if not _write(self.path, self._magic, keep):
             return None
-        self._old, self._new, self._new_bytes = goldens, {}, 0
+        self._old, self._new, self._new_size = keep, {}, 0
         return self.path
+
+
+class GoldenCache(_Store):
+    """Goldens under (case digest, scheme), in ``<version>.pkl``; at most MAX_BYTES of outputs."""
+
+    def __init__(self, folder: Path):
+        super().__init__(Path(folder) / f"{version()}.pkl", MAGIC, MAX_BYTES, _nbytes)
+
+    def get(self, digest: str, scheme: str):
+        return self._lookup((digest, scheme))
+
+    def put(self, digest: str, scheme: str, outputs) -> None:
+        """Keep a golden this run computed."""
+        self._keep((digest, scheme), [a.copy() for a in outputs])
 
 
 def _write(path: Path, magic: bytes, obj) -> bool:
@@ -139,7 +149,7 @@ def _write(path: Path, magic: bytes, obj) -> bool:
 
 # ----------------------------------------------------------------------------- cause analyses
 
-ANALYSIS_MAGIC = b"qconform-analysis-cache/1\n"
+ANALYSIS_MAGIC = b"qconform-analysis-cache/1\n"   # also in the analysis version
 MAX_ANALYSES = 200_000   # entries in the file, at most (50 B for an exact result to ~1 KB: ~10-200 MB)
 
 
@@ -152,7 +162,7 @@ def analysis_version() -> str:
     return h.hexdigest()[:24]
 
 
-class AnalysisCache:
+class AnalysisCache(_Store):
     """Cause analyses kept between runs (``Run._analyse``): the analysis of a result is a function
     of the case, the run's scheme and the target's errors (got - want) alone, so it is kept under
     (case digest, scheme, SHA-256 of the errors) in ``analysis-<version>.pkl`` next to the goldens.
@@ -160,10 +170,8 @@ class AnalysisCache:
     is analysed afresh."""
 
     def __init__(self, folder: Path):
-        self.path = Path(folder) / f"analysis-{analysis_version()}.pkl"
-        self._old: dict | None = None
-        self._new: dict = {}
-        self.hits = 0
+        super().__init__(Path(folder) / f"analysis-{analysis_version()}.pkl", ANALYSIS_MAGIC, MAX_ANALYSES,
+                         lambda fields: 1)
 
     @staticmethod
     def key(digest: str, scheme: str, errors) -> tuple[str, str, str]:
@@ -174,31 +182,16 @@ class AnalysisCache:
         return digest, scheme, h.hexdigest()
 
     def get(self, key):
-        if self._old is None:
-            self._old = _read(self.path, ANALYSIS_MAGIC)
-        hit = self._old.get(key)
-        if hit is not None:
-            self.hits += 1
-        return hit
+        return self._lookup(key)
 
     def put(self, key, fields: dict) -> None:
-        if len(self._new) < MAX_ANALYSES:
-            self._new[key] = fields
-
-    def save(self) -> Path | None:
-        if not self._new:
-            return None
-        old = _read(self.path, ANALYSIS_MAGIC)
-        keep = {**old, **self._new} if len(old) + len(self._new) <= MAX_ANALYSES else dict(self._new)
-        if not _write(self.path, ANALYSIS_MAGIC, keep):
-            return None
-        self._old, self._new = keep, {}
-        return self.path
+        self._keep(key, fields)
 
 
 # ----------------------------------------------------------------------------- generated case sets
 
 CASES_FORMAT = "qconform-case-set/1"
+CASES_MAGIC = CASES_FORMAT.encode() + b"\n"
 CASE_SETS_KEPT = 8   # case-set files kept in the folder (the most recently written)
 _CASES_VERSION: str | None = None
 

@@ -65,6 +65,13 @@ def spec_of(target) -> dict[str, Any] | None:
     return {"module": mod, "qualname": qual, "name": getattr(target, "name", None), "options": options}
 
 
+def isolator_for(target, isolation: str = "process", timeout: float = DEFAULT_TIMEOUT) -> "Isolator | None":
+    """The worker-process runner of ``target`` under ``--isolation`` mode ``isolation``, or None
+    when it runs in this process (``none``, ``isolate = False``, or it cannot be re-created)."""
+    use = isolation == "process" and wants_isolation(target) and spec_of(target) is not None
+    return Isolator(target, timeout=timeout) if use else None
+
+
 def batches_per_case(target) -> bool:
     """True when the target runs a batch case by case (it does not override ``Target.run``)."""
     run = getattr(type(target), "run", None)
@@ -107,7 +114,7 @@ def check_outcomes(outs: Any, n: int) -> list[Outcome]:
 
 # ----------------------------------------------------------------------------- one worker process
 
-def _signal_name(num: int) -> str:
+def signal_name(num: int) -> str:
     try:
         return signal.Signals(num).name
     except ValueError:
@@ -115,9 +122,10 @@ def _signal_name(num: int) -> str:
 
 
 class Worker:
-    """One ``python -m suite.worker`` process hosting one target instance."""
+    """One ``python -m suite.worker`` process hosting one target instance; started at once, its
+    first message (ready, or why not) read by :meth:`wait_ready` when it is needed."""
 
-    def __init__(self, spec: dict[str, Any], start_timeout: float = START_TIMEOUT, wait: bool = True):
+    def __init__(self, spec: dict[str, Any], start_timeout: float = START_TIMEOUT):
         self.log_fd = _anonymous_log()
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -131,10 +139,10 @@ class Worker:
         _grow_pipe(self.proc.stdout.fileno())
         _grow_pipe(self.proc.stdin.fileno())
         self._buf = bytearray()
-        self.started = time.perf_counter()
+        self._closing = False   # asked to close (request_close)
         self.start_timeout = start_timeout
         self.send(("init", spec, list(sys.path), os.getpid()))
-        self.ready = self.recv(start_timeout) if wait else None
+        self.ready = None
 
     def wait_ready(self):
         """The worker's first message ("ready" or why not), waiting for it if not yet read."""
@@ -211,7 +219,7 @@ class Worker:
             self.kill()
             rc = self.proc.wait()
         if rc < 0:
-            name = _signal_name(-rc)
+            name = signal_name(-rc)
             return f"worker process killed by {name} (signal {-rc})", {"signal": name}
         return f"worker process exited with status {rc}", {"exit_status": rc}
 
@@ -228,11 +236,11 @@ class Worker:
 
     def request_close(self) -> None:
         """Ask the worker to close its target and exit, without waiting (:meth:`close` waits)."""
-        if not getattr(self, "_closing", False) and self.proc.poll() is None:
+        if not self._closing and self.proc.poll() is None:
             self._closing = self.send(("close",))
 
     def close(self, graceful: bool = True) -> None:
-        if graceful and self.proc.poll() is None and (getattr(self, "_closing", False) or self.send(("close",))):
+        if graceful and self.proc.poll() is None and (self._closing or self.send(("close",))):
             try:
                 self.proc.wait(timeout=CLOSE_TIMEOUT)
             except subprocess.TimeoutExpired:
@@ -312,7 +320,7 @@ class Isolator:
         """Start the worker now, without waiting: it imports its runtime and creates the target
         while this process generates and collects the cases. The first batch waits for it."""
         if self.worker is None and self._early is None and not self.cancelled:
-            self._early = Worker(self.spec, self.start_timeout, wait=False)
+            self._early = Worker(self.spec, self.start_timeout)
 
     # ---- worker lifecycle
     def _worker(self) -> Worker | Outcome:
@@ -325,7 +333,7 @@ class Isolator:
         # the start-up counted is the wait for it (a prestarted worker's head start overlapped
         # the harness's own work: counting it too would overlap the target times)
         t0 = time.perf_counter()
-        w, self._early = (self._early or Worker(self.spec, self.start_timeout, wait=False)), None
+        w, self._early = (self._early or Worker(self.spec, self.start_timeout)), None
         self._starting = w
         try:
             ev = w.wait_ready()
@@ -407,7 +415,9 @@ class Isolator:
         cases = list(cases)
         if not cases:
             return []
-        self._gate = None   # this batch's message drops a submitted one (the worker's rule)
+        if not self.per_case:   # a whole batch: one part (a crash or hang in it: one case at a time)
+            cb = None if on_outcome is None else (lambda k, i, o: on_outcome(i, o))
+            return self.run_parts([(cases, alone)], timing, on_outcome=cb)[0]
         outs: list[Outcome | None] = [None] * len(cases)
 
         def put(i: int, o: Outcome) -> None:
@@ -415,17 +425,11 @@ class Isolator:
             if on_outcome is not None:
                 on_outcome(i, o)
 
-        if self.per_case:
-            self._stream(cases, timing, put)
-        else:
-            whole = self._whole(cases, timing, alone)
-            if whole is not None:
-                for i, o in enumerate(whole):
-                    put(i, o)
-            else:   # a crash or hang inside a batched invoke cannot be attributed: one case at a time
-                for i, c in enumerate(cases):
-                    put(i, self._whole([c], timing)[0])
-        return [o if o is not None else Outcome.error("no outcome (internal)") for o in outs]
+        self._stream(cases, timing, put)
+        for i, o in enumerate(outs):
+            if o is None:   # never expected: still one outcome per case, passed on like the others
+                put(i, Outcome.error("no outcome (internal)"))
+        return outs
 
     def _stream(self, cases: list, timing, put) -> None:
         n = len(cases)
@@ -438,7 +442,7 @@ class Isolator:
                 return
             w.clear_log()
             base = i
-            if not w.send(("batch", cases[base:], timing, True)):
+            if not w.send(("batch", cases[base:], timing)):
                 put(i, self._crash(w, "this case (the worker was gone before it started)"))
                 i += 1
                 continue
@@ -469,12 +473,13 @@ class Isolator:
                 i += 1
 
     def run_parts(self, parts: Sequence, timing, on_outcome=None) -> list[list[Outcome]]:
-        """Several batches ``[(cases, alone), ...]`` of this target, each as :meth:`run` would
-        run it, in one message: the worker runs them back to back and replies per part, so it
-        never waits for this process between them. ``on_outcome(k, i, outcome)`` as soon as
-        the outcomes of part ``k`` exist. A part that crashes or hangs is handled as in
-        :meth:`run` (one case at a time when it has several); the parts after it go to a
-        fresh worker."""
+        """Several batches ``[(cases, alone), ...]`` of this target in one message (the first
+        ``alone`` cases of a part each run on their own): the worker runs them back to back and
+        replies per part, so it never waits for this process between them. ``on_outcome(k, i,
+        outcome)`` once per case, as soon as the outcomes of part ``k`` exist. A crash or hang of
+        a part with several cases cannot be attributed, so that part is run again one case at a
+        time; the parts after it go to a fresh worker. A streaming (per-case) target gets one
+        "batch" message per part instead."""
         gate, self._gate = self._gate, None
         given, parts = parts, [(list(cs), int(alone)) for cs, alone in parts]
         outs: list[list[Outcome]] = [[] for _ in parts]
@@ -548,31 +553,3 @@ class Isolator:
             self._gate = (w, parts)
             return True
         return False
-
-    def _whole(self, cases: list, timing, alone: int = 0) -> list[Outcome] | None:
-        """A batch through ``target.run`` in one go (the first ``alone`` cases each on their own);
-        None if it crashed or hung with > 1 case."""
-        n = len(cases)
-        w = self._worker()
-        if isinstance(w, Outcome):
-            return [Outcome(w.status, reason=w.reason, info=dict(w.info)) for _ in range(n)]
-        w.clear_log()
-        what = "this case" if n == 1 else f"a batch of {n} cases"
-        limit = self.timeout * n
-        t0 = time.perf_counter()
-        ev = w.recv(limit) if w.send(("batch", cases, timing, False, alone)) else _DEAD
-        if ev in (_TIMEOUT, _DEAD):
-            self.stats["busy_s"] += time.perf_counter() - t0
-        if ev == _TIMEOUT:
-            o = self._timeout(limit, what)
-            return [o] if n == 1 else None
-        if ev == _DEAD:
-            o = self._crash(w, what)
-            return [o] if n == 1 else None
-        kind, payload = ev
-        if kind == "bad" or not (isinstance(payload, tuple) and len(payload) == 3 and payload[0] == "outcomes"):
-            self._discard()
-            text = payload if kind == "bad" else type(payload).__name__
-            return [Outcome.error(f"unreadable outcomes from the isolation worker: {text}") for _ in range(n)]
-        self.stats["busy_s"] += _seconds(payload[2])
-        return check_outcomes(payload[1], n)

@@ -26,8 +26,9 @@ import time
 
 from _pytest.reports import TestReport
 
+from reports.results import ERROR_STATUSES
+
 PROPERTIES = ("status", "bit_exact", "max_abs_lsb", "mismatches", "elements", "p50_us", "repro")
-ERROR_STATUSES = ("error", "crash", "timeout", "infra")
 
 
 def properties(v) -> list[tuple[str, object]]:
@@ -65,7 +66,17 @@ def is_conformance_item(item) -> bool:
     return not any(m.name in ("skip", "skipif", "xfail", "usefixtures") for m in item.iter_markers())
 
 
-def run_item(item, run) -> bool:
+def _teardown(item, nextitem) -> None:
+    """Tear down what pytest's protocol left set up for the tests up to ``nextitem``: a test before
+    this one that took pytest's protocol (a marked conformance test) keeps its module set up
+    for its successor, and pytest's next own set-up (another module's test) expects it gone.
+    Nothing to do in a run of lean tests alone."""
+    state = item.session._setupstate
+    if getattr(state, "stack", None):
+        state.teardown_exact(nextitem)
+
+
+def run_item(item, nextitem, run) -> bool:
     """Report one conformance test as pytest's protocol would; True (the item is done)."""
     ihook = item.ihook
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
@@ -86,6 +97,7 @@ def run_item(item, run) -> bool:
         from _pytest._code import ExceptionInfo
         w1 = time.time()
         report("setup", "failed", item.repr_failure(ExceptionInfo.from_exception(e)), w0, w1)
+        _teardown(item, nextitem)
         report("teardown", "passed", None, w1, w1)
         ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         return True
@@ -106,6 +118,7 @@ def run_item(item, run) -> bool:
                                        f"Skipped: unsupported on {v.target}: {v.reason}"), w1, w1)
         else:
             report("call", "failed", _failed(item, v.message()), w1, w1)
+    _teardown(item, nextitem)
     report("teardown", "passed", None, w1, w1)
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True

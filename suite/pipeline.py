@@ -62,7 +62,6 @@ class Pipeline:
         self.runner_done = False
         self.outstanding: set = set()   # (target, case id) handed to a target, not yet judged
         self._replanned = False
-        self._batch: list = []          # the (target, case id)s of the runner's batch in flight
         self.runner = threading.Thread(target=self._guard, args=(self._run_plan,), name="qconform-runner",
                                        daemon=True)
         self.judge = threading.Thread(target=self._guard, args=(self._judge_loop,), name="qconform-judge",
@@ -184,12 +183,11 @@ class Pipeline:
                             except Exception:   # only a head start: the parts go on their turn
                                 pass
                     submitted = [x for x in submitted if x is not jobs[n]]
-                    self._batch = [(target, c.id) for cases, _ in parts for c in cases]
                     try:
                         self.run.execute_parts(target, parts, on_outcome=lambda k, j, o, t=target, p=parts:
                                                self.judge_q.put((p[k][0][j], t, o)))
                     except Exception as e:   # a harness bug: the verdict of the cases not yet judged
-                        self.judge_q.put(("fail", self._batch, e))
+                        self.judge_q.put(("fail", [(target, c.id) for cases, _ in parts for c in cases], e))
         finally:
             with self.cv:
                 self.runner_done = True
@@ -207,21 +205,21 @@ class Pipeline:
                 with self.cv:
                     for key in keys:
                         if key in self.outstanding:
-                            if self.run.wanted(*key):   # (not a pair a wrong guess dropped)
-                                self.run._verdicts[key] = error
-                            self.outstanding.discard(key)
+                            self._settled(key, error)
                     self.cv.notify_all()
                 continue
             case, target, o = item
-            try:
-                v = self.run._judge(case, target, o)
-            except Exception as e:   # a harness bug: raised when this case's test asks
-                v = e
+            v = self.run._judged(case, target, o)
             with self.cv:
-                if self.run.wanted(target, case.id):
-                    self.run._verdicts[(target, case.id)] = v
-                self.outstanding.discard((target, case.id))
+                self._settled((target, case.id), v)
                 self.cv.notify_all()
+
+    def _settled(self, key, verdict) -> None:
+        """``key`` is judged (the caller holds the lock): its verdict waits for its test, unless
+        it is a pair a wrong guess dropped (Run.settle_plan)."""
+        if self.run.wanted(*key):
+            self.run._verdicts[key] = verdict
+        self.outstanding.discard(key)
 
     # ---- the tests' side
     def wait(self, case, target: str):

@@ -252,9 +252,9 @@ def _configure(config):
         resume.done = recorded(Path(rc.report_dir), run_id, resume.offset)
         state["resume"] = resume
         state["resume_need"] = (len(devices) if o.device and o.device_dist == "each" else 1)
-    # the targets' workers start now, while the cases are generated and collected; not for
-    # --collect-only, nor in an xdist controller (its workers run the tests, each its own Run)
-    if not config.option.collectonly and getattr(config.option, "dist", "no") == "no":
+    # the targets' workers start now, while the cases are generated and collected; not when no
+    # test will run, nor in an xdist controller (its workers run the tests, each its own Run)
+    if not _runs_no_tests(config.option) and getattr(config.option, "dist", "no") == "no":
         run.prestart()
     if workerinput is None:
         if resume is None:
@@ -366,8 +366,8 @@ def _plan_is_foreseeable(config) -> bool:
     guess is corrected at the end of collection (Run.settle_plan)."""
     o = config.option
     st = _state(config)
-    if (o.collectonly or getattr(o, "setupplan", False) or getattr(o, "setuponly", False) or _shows_fixtures(o)
-            or getattr(o, "dist", "no") != "no" or hasattr(config, "workerinput") or st.get("resume")):
+    if (_runs_no_tests(o) or getattr(o, "dist", "no") != "no" or hasattr(config, "workerinput")
+            or st.get("resume")):
         return False
     if (getattr(o, "keyword", "") or getattr(o, "markexpr", "") or getattr(o, "deselect", None)
             or any(getattr(o, k, False) for k in ("lf", "failedfirst", "newfirst", "stepwise", "stepwise_skip",
@@ -427,20 +427,22 @@ def pytest_collection_finish(session):
     o = session.config.option
     # no test will run: collection failed (pytest stops before the first test unless
     # --continue-on-collection-errors), was interrupted (the exception is on its way out: this
-    # hook runs in a finally), or pytest only shows fixtures
+    # hook runs in a finally), or pytest only collects, sets up or shows fixtures
     idle = (bool(session.testsfailed and not getattr(o, "continue_on_collection_errors", False))
-            or sys.exc_info()[1] is not None or _shows_fixtures(o))
+            or sys.exc_info()[1] is not None or _runs_no_tests(o))
     if run.guessing:   # the pipeline started on the plan collection was expected to give
         run.stats["plan_guessed_right"] = float(run.settle_plan([] if idle else pairs))
         return
     run.plan(pairs)
-    if not (idle or o.collectonly or getattr(o, "setupplan", False) or getattr(o, "setuponly", False)):
+    if not idle:
         run.start_pipeline()
 
 
-def _shows_fixtures(o) -> bool:
-    """--fixtures / --fixtures-per-test: pytest collects, prints and runs no test."""
-    return bool(getattr(o, "showfixtures", False) or getattr(o, "show_fixtures_per_test", False))
+def _runs_no_tests(o) -> bool:
+    """--collect-only, --setup-plan, --setup-only, --fixtures, --fixtures-per-test: pytest collects
+    (and may set up) but calls no test, so no target runs."""
+    return any(getattr(o, k, False) for k in ("collectonly", "setupplan", "setuponly", "showfixtures",
+                                              "show_fixtures_per_test"))
 
 
 def pytest_xdist_auto_num_workers(config):
@@ -500,7 +502,7 @@ def pytest_runtest_protocol(item, nextitem):
     from . import lean
     if not lean.is_conformance_item(item):
         return None
-    return lean.run_item(item, st["run"])
+    return lean.run_item(item, nextitem, st["run"])
 
 
 @pytest.fixture

@@ -1,9 +1,11 @@
 """One conformance run: targets, golden cache, batched execution, verdicts, results.
 
 The pytest plugin creates one :class:`Run` per session (per xdist worker). Each
-test asks ``run.verdict(case, target)``; the first request for an (op, target)
-pair executes every pending case of that pair as one batch, so a target can
-amortize model and session building, while each case keeps its own verdict.
+test asks ``run.verdict(case, target)``. In a pipelined run (suite/pipeline.py) the
+batches were run ahead of the tests and the test only waits for its verdict; otherwise
+the first request for an (op, target) pair runs the pending cases of that pair as one
+batch (up to ``--batch-size``, after the latency singles). Either way a target can
+amortize model and session building while each case keeps its own verdict.
 """
 
 from __future__ import annotations
@@ -124,8 +126,7 @@ class Run:
         self._disk = None
         self._analyses = None   # suite.golden_cache.AnalysisCache with a golden cache
         if config.golden_cache:
-            from .golden_cache import GoldenCache
-            from .golden_cache import AnalysisCache
+            from .golden_cache import AnalysisCache, GoldenCache
             self._disk = GoldenCache(Path(config.golden_cache))
             self._analyses = AnalysisCache(Path(config.golden_cache))
         self._plan: list[tuple[Case, str]] = []
@@ -300,72 +301,59 @@ class Run:
         """Run ``case`` with the pending cases of its (op, target) as one batch (:meth:`take_part`);
         each case is judged as soon as its outcome exists."""
         batch, alone = self.take_part(target, case.op, first=case)
-        self.execute(target, batch, lambda i, o: self._judge_now(batch[i], target, o), alone=alone)
+        def judged(k: int, i: int, o) -> None:
+            self._verdicts[(target, batch[i].id)] = self._judged(batch[i], target, o)
+        self.execute_parts(target, [(batch, alone)], judged)
 
-    def _judge_now(self, case: Case, target: str, o) -> None:
+    def _judged(self, case: Case, target: str, o):
+        """The verdict of an outcome, or the exception judging it raised (a harness bug: raised
+        when this case's test asks for it)."""
         try:
-            self._verdicts[(target, case.id)] = self._judge(case, target, o)
-        except Exception as e:   # a harness bug: raised when this case's test asks
-            self._verdicts[(target, case.id)] = e
-
-    def execute(self, target: str, cases: list[Case], on_outcome=None, alone: int = 0):
-        """Run a batch on a target; a batch that fails as a whole falls back to one at a time.
-        The first ``alone`` cases are each run on their own (``run([case])``), the rest together.
-
-        Isolated targets run in a worker process (suite/isolation.py): a crash or hang is the
-        ``crash`` / ``timeout`` verdict of the case in flight. Anything but one Outcome per
-        case is an ``error`` (suite.isolation.check_outcomes). ``on_outcome(i, outcome)`` is
-        called once per case, as soon as its outcome exists (isolated targets stream them).
-        """
-        cb = None if on_outcome is None else (lambda k, i, o: on_outcome(i, o))
-        return self.execute_parts(target, [(cases, alone)], cb)[0]
+            return self._judge(case, target, o)
+        except Exception as e:
+            return e
 
     def execute_parts(self, target: str, parts: list[tuple[list[Case], int]], on_outcome=None):
-        """Several batches ``[(cases, alone), ...]`` of one target, each as :meth:`execute` runs
-        it, handed over at once (an isolated target's worker gets them in one message and runs
-        them back to back: suite/isolation.py ``run_parts``). ``on_outcome(k, i, outcome)`` once
-        per case of part ``k``, as soon as it exists. Returns the outcomes per part."""
+        """Run batches ``[(cases, alone), ...]`` of one target, handed over at once; the first
+        ``alone`` cases of a batch each run on their own (``run([case])``), the rest together, and
+        a batch that fails as a whole is run one case at a time. ``on_outcome(k, i, outcome)``
+        once per case of batch ``k``, as soon as it exists. Returns the outcomes per batch.
+
+        Isolated targets run in a worker process, all batches in one message, back to back
+        (suite/isolation.py ``run_parts``): a crash or hang is the ``crash`` / ``timeout``
+        verdict of the case in flight. Anything but one Outcome per case is an ``error``
+        (suite.isolation.check_outcomes)."""
         from targets.base import run_in_parts
         from .isolation import check_outcomes
-        t = self.targets[target]
         t0 = time.perf_counter()
-        reported = [[False] * len(cs) for cs, _ in parts]
         judging = [0.0]
 
         def emit(k: int, i: int, o) -> None:
-            if on_outcome is not None and not reported[k][i]:
-                reported[k][i] = True
+            if on_outcome is not None:
                 t1 = time.perf_counter()
                 on_outcome(k, i, o)
                 judging[0] += time.perf_counter() - t1
         iso = self._isolator(target)
-        outs = []
-        if iso is not None:
+        if iso is not None:   # outcomes checked and passed on by the isolator, each once
             own0 = iso.stats["busy_s"] + iso.stats["worker_start_s"]
-            got = iso.run_parts(parts, self.timing, on_outcome=emit)
-            outs = [check_outcomes(g, len(cs)) for g, (cs, _) in zip(got, parts)]
+            outs = iso.run_parts(parts, self.timing, on_outcome=emit)
         else:   # in this process: each part's outcomes go on before the next part runs
+            outs = []
             for k, (cs, alone) in enumerate(parts):
-                got = check_outcomes(run_in_parts(t, cs, self.timing, alone), len(cs))
-                outs.append(got)
-                for i, o in enumerate(got):
+                outs.append(check_outcomes(run_in_parts(self.targets[target], cs, self.timing, alone), len(cs)))
+                for i, o in enumerate(outs[-1]):
                     emit(k, i, o)
         for got in outs:   # the target's own invoke time (info invoke_s: warm-up included), else its samples
             for o in got:
                 inv = o.info.get("invoke_s")
                 inv = float(inv) if isinstance(inv, (int, float)) else sum(o.latency_us or ()) / 1e6
-                self.stats["invoke_s"] += inv
                 self.stats[f"invoke_s:{target}"] += inv
-        for k, got in enumerate(outs):
-            for i, o in enumerate(got):
-                emit(k, i, o)
         waited = time.perf_counter() - t0 - judging[0]
         self.stats["target_wait_s"] += waited   # what the runner waited, messages and GIL waits included
         if iso is not None:   # the worker's own time (and its start-up), not the messages or our waits
             spent = iso.stats["busy_s"] + iso.stats["worker_start_s"] - own0
         else:
             spent = waited
-        self.stats["target_wall_s"] += spent
         self.stats[f"target_wall_s:{target}"] += spent   # per target (reports: suite/timing.py)
         self.stats[f"cases:{target}"] += sum(len(cs) for cs, _ in parts)
         return outs
@@ -565,10 +553,8 @@ class Run:
     def _isolator(self, target: str):
         """The worker-process runner of ``target``, or None when it runs in this process."""
         if target not in self._isolators:
-            from .isolation import Isolator, spec_of, wants_isolation
-            t = self.targets[target]
-            use = (self.config.isolation == "process" and wants_isolation(t) and spec_of(t) is not None)
-            self._isolators[target] = Isolator(t, timeout=self.config.timeout) if use else None
+            from .isolation import isolator_for
+            self._isolators[target] = isolator_for(self.targets[target], self.config.isolation, self.config.timeout)
         return self._isolators[target]
 
     def close(self, wait_workers: bool = True) -> None:

@@ -283,7 +283,7 @@ def make_judge(target: str, tolerance_file: str | None = None, scheme: str | Non
     from targets.base import Timing
 
     from .compare import compare
-    from .isolation import Isolator, check_outcome, spec_of, wants_isolation
+    from .isolation import check_outcome, isolator_for
     from .tolerance import load_policy
     t = target_obj if target_obj is not None else get_target(target)
     ok, why = t.availability()
@@ -292,8 +292,7 @@ def make_judge(target: str, tolerance_file: str | None = None, scheme: str | Non
     policy = load_policy(tolerance_file)
     versions = t.versions()
     timing = Timing(warmup=0, repeats=1)
-    iso = (Isolator(t, timeout=timeout) if isolation == "process" and wants_isolation(t)
-           and spec_of(t) is not None else None)
+    iso = isolator_for(t, isolation, timeout)
 
     def judge(case: Case) -> Judgement:
         try:

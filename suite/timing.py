@@ -9,7 +9,7 @@ Definitions (docs/performance.md):
   isolated target (suite/isolation.py), the time its worker process reports for each case
   or batch (model building, sessions, invokes; a crash or hang: the wait) plus the worker's
   start-up; the messages to and from it count as harness. For an in-process target, the
-  wall time of its ``run()`` (``Run.execute``, judging excluded).
+  wall time of its ``run()`` (``Run.execute_parts``, judging excluded).
 * **invoke time**: the part of it the runtime spends in its own invoke calls (as the targets
   report it: ``info["invoke_s"]``, warm-up included; else the latency samples).
 * **harness**: everything else: pytest, generation, golden, comparison, tolerance/cause

@@ -6,27 +6,27 @@ file descriptors 0 and 1 are then pointed at /dev/null and stderr, so whatever a
 native runtime prints can never corrupt the protocol. Messages, parent -> worker::
 
     ("init", {"module", "qualname", "name", "options"}, sys_path, parent_pid)
-    ("batch", cases, timing, per_case[, alone])   # per_case: stream one outcome per case;
-                                            # alone: the first cases each run on their own
-    ("parts", [(cases, alone), ...], timing[, gated])   # several batches back to back (not
-                                            # per_case): one "outcomes" reply per part, in order;
-                                            # gated: read now, run on the next message if it is
-    ("go",)                                 # this one (any other message drops the gated parts)
+    ("batch", cases, timing)                # one case at a time, one outcome each
+    ("parts", [(cases, alone), ...], timing[, gated])   # whole batches back to back: one
+                                            # "outcomes" reply per part, in order; alone: its first
+                                            # cases each run on their own; gated: read now, run on
+    ("go",)                                 # this next message (any other drops the gated parts)
     ("close",)
 
 and worker -> parent::
 
     ("ready", pid) | ("init_error", text)
-    ("outcome", i, Outcome, busy_s)         # per_case: as each case finishes, in order
-    ("outcomes", [Outcome, ...], busy_s)    # whole batch (a target that overrides run())
+    ("outcome", i, Outcome, busy_s)         # "batch": as each case finishes, in order
+    ("outcomes", [Outcome, ...], busy_s)    # "parts": a whole part (a target that overrides run())
 
-``busy_s`` is the time the worker spent on the case (the batch) itself: the target's own
+``busy_s`` is the time the worker spent on the case (the part) itself: the target's own
 time, as opposed to the messages and the parent's harness (suite/timing.py).
 
-With ``per_case`` the worker calls ``target.safe_run_one`` per case and reports each
+For a "batch" the worker calls ``target.safe_run_one`` per case and reports each
 outcome as soon as it exists, so when the process dies the parent knows which case
-was in flight. Otherwise it calls ``target.run(batch)`` (falling back to one case at
-a time if the batch raises, as the in-process runner does) and reports the list.
+was in flight. For each of the "parts" it calls ``target.run`` (through
+``targets.base.run_in_parts``: one case at a time if the batch raises, as the in-process
+runner does) and reports the list.
 The worker dies with its parent (``PR_SET_PDEATHSIG`` on Linux, and a watchdog
 thread), so a killed run leaves no stray process behind.
 """
@@ -121,31 +121,34 @@ def _transferable(o, pickle_error: Exception):
                          f"{type(pickle_error).__name__}: {pickle_error}"[:2000])
 
 
-def _run_batch(out_fd: int, target, cases, timing, per_case: bool, alone: int = 0) -> None:
+def _guarded(fn):
     from targets.base import Outcome
+    try:
+        return fn()
+    except Exception as e:
+        return Outcome.from_exception(e)
+    except BaseException as e:   # SystemExit and friends: the kernel tried to end the process
+        return Outcome.error(f"target raised {type(e).__name__}({e}) (it tried to end the process)",
+                             status="crash")
 
-    def guarded(fn):
+
+def _stream(out_fd: int, target, cases, timing) -> None:
+    """One case at a time, each outcome sent as soon as it exists."""
+    for i, c in enumerate(cases):
+        t0 = time.perf_counter()
+        o = _guarded(lambda: target.safe_run_one(c, timing))
+        busy = time.perf_counter() - t0
         try:
-            return fn()
-        except Exception as e:
-            return Outcome.error(f"{type(e).__name__}: {e}".strip()[:2000])
-        except BaseException as e:   # SystemExit and friends: the kernel tried to end the process
-            return Outcome.error(f"target raised {type(e).__name__}({e}) (it tried to end the process)",
-                                 status="crash")
+            send(out_fd, ("outcome", i, o, busy))
+        except Exception as e:   # pickling failed before anything was written
+            send(out_fd, ("outcome", i, _transferable(o, e), busy))
 
-    if per_case:
-        for i, c in enumerate(cases):
-            t0 = time.perf_counter()
-            o = guarded(lambda: target.safe_run_one(c, timing))
-            busy = time.perf_counter() - t0
-            try:
-                send(out_fd, ("outcome", i, o, busy))
-            except Exception as e:   # pickling failed before anything was written
-                send(out_fd, ("outcome", i, _transferable(o, e), busy))
-        return
+
+def _part(out_fd: int, target, cases, timing, alone: int) -> None:
+    """One part through ``target.run``, its outcomes sent together."""
     from targets.base import run_in_parts
     t0 = time.perf_counter()
-    outs = run_in_parts(target, cases, timing, alone, guarded)
+    outs = run_in_parts(target, cases, timing, alone, _guarded)
     busy = time.perf_counter() - t0
     try:
         send(out_fd, ("outcomes", outs, busy))
@@ -196,10 +199,10 @@ def main() -> int:
                 gated = msg   # unpickled while another target runs; started by "go"
                 continue
         if msg[0] == "batch":
-            _run_batch(out_fd, target, *msg[1:])
+            _stream(out_fd, target, msg[1], msg[2])
         elif msg[0] == "parts":   # the next part starts as soon as the last one's reply is written
             for cases, alone in msg[1]:
-                _run_batch(out_fd, target, cases, msg[2], False, alone)
+                _part(out_fd, target, cases, msg[2], alone)
     try:
         target.close()
     except Exception:

@@ -72,6 +72,11 @@ class Outcome:
     def error(cls, reason: str, status: str = "error") -> "Outcome":
         return cls(status, reason=reason)
 
+    @classmethod
+    def from_exception(cls, e: BaseException) -> "Outcome":
+        """The ``error`` outcome of a target call that raised ``e`` (its type and message)."""
+        return cls.error(f"{type(e).__name__}: {e}".strip()[:2000])
+
 
 class Target:
     """Base class of every target. Override ``run_one`` (or ``run`` to batch)."""
@@ -115,7 +120,7 @@ class Target:
         except Unsupported as e:
             return Outcome.unsupported(e.reason)
         except Exception as e:  # a target raising is an error verdict, not a crash of the suite
-            return Outcome.error(f"{type(e).__name__}: {e}".strip()[:2000])
+            return Outcome.from_exception(e)
 
     def close(self) -> None:
         """Release sessions, connections, devices."""
@@ -125,7 +130,7 @@ def _guard(fn):
     try:
         return fn()
     except Exception as e:
-        return Outcome.error(f"{type(e).__name__}: {e}".strip()[:2000])
+        return Outcome.from_exception(e)
 
 
 def run_in_parts(target: "Target", cases: Sequence, timing: Timing, alone: int = 0,

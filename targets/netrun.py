@@ -47,7 +47,6 @@ import math
 import os
 import shlex
 import shutil
-import signal
 import string
 import subprocess
 import tempfile
@@ -383,11 +382,9 @@ class NetrunTarget(RemoteTarget):
             return Outcome.error(f"{tool} killed at its timeout ({self.profile['timeout']} s per case): {tail}",
                                  status="timeout")
         if 128 < rc < 128 + 65:   # the shell's 128 + n: the tool died of signal n (timeout passes it on)
-            try:
-                sig = signal.Signals(rc - 128).name
-            except ValueError:
-                sig = f"signal {rc - 128}"
-            return Outcome.error(f"{tool} killed by {sig} (exit {rc}) on {self.device.label}: {tail}",
+            from suite.isolation import signal_name
+            return Outcome.error(f"{tool} killed by {signal_name(rc - 128)} (exit {rc}) on {self.device.label}: "
+                                 f"{tail}",
                                  status="crash")
         if rc != 0:
             return Outcome.error(f"{tool} exited {rc} on {self.device.label}: {tail}")

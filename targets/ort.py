@@ -194,7 +194,7 @@ class OrtTarget(Target):
                 outs[i] = Outcome.unsupported(e.reason)
                 continue
             except Exception as e:
-                outs[i] = Outcome.error(f"{type(e).__name__}: {e}".strip()[:2000])
+                outs[i] = Outcome.from_exception(e)
                 continue
             if self.batchable(m):
                 groups.setdefault(key, []).append((i, c, m))
@@ -218,7 +218,7 @@ class OrtTarget(Target):
         except Unsupported as e:
             o = Outcome.unsupported(e.reason)
         except Exception as e:   # this case's error
-            o = Outcome.error(f"{type(e).__name__}: {e}".strip()[:2000])
+            o = Outcome.from_exception(e)
         o.info.setdefault("target_s", round(time.perf_counter() - t0, 6))
         return o
 

@@ -154,7 +154,7 @@ class _LiteRT(Target):
                 raise
             outputs = [np.array(w.GetTensor(ti, k)) for ti in built.output_tensors[k]]
         except Exception as e:   # this case's error, not the batch's
-            return Outcome.error(f"{type(e).__name__}: {e}".strip()[:2000])
+            return Outcome.from_exception(e)
         return Outcome.ok(outputs, samples, resolver=self.resolver, latency_scope="case",
                           invoke_s=round(spent[0], 6))
 

@@ -21,6 +21,13 @@ if "QCONFORM_CACHE_DIR" not in os.environ:
 os.environ.setdefault("QCONFORM_GOLDEN_CACHE", "off")
 
 
+def rows_written(rd: Path) -> list[dict]:
+    """Every row of ``rd``/results.jsonl as written, in order (repeats kept, no torn-line
+    tolerance: unlike reports.results.read_rows, which a test must not trust blindly)."""
+    import json
+    return [json.loads(line) for line in (rd / "results.jsonl").read_text().splitlines() if line.strip()]
+
+
 @pytest.fixture
 def run_suite(tmp_path):
     """Run the conformance suite in a subprocess; returns (CompletedProcess, report_dir)."""

@@ -19,10 +19,7 @@ from suite.runner import Run, RunConfig
 from targets.base import Outcome, Timing
 from tests.conftest import ROOT
 from tests.fault_targets import EXPECTED, BatchedFaulty, Faulty, InProcessFaulty
-
-
-def _rows(rd):
-    return [json.loads(l) for l in (rd / "results.jsonl").read_text().splitlines() if l.strip()]
+from tests.conftest import rows_written as _rows
 
 
 def _run(target, cases, tmp_path, **cfg):

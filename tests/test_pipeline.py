@@ -12,10 +12,7 @@ import pytest
 from suite.generate import generate
 from suite.runner import Run, RunConfig
 from tests.fault_targets import Faulty
-
-
-def _rows(rd):
-    return [json.loads(line) for line in (rd / "results.jsonl").read_text().splitlines() if line.strip()]
+from tests.conftest import rows_written as _rows
 
 
 def _key(r):
@@ -291,15 +288,16 @@ def test_collect_only_runs_no_target(run_suite, tmp_path):
 
 
 def test_last_failed_plans_only_the_tests_that_run(tmp_path):
-    import os
     import subprocess
     import sys
     from tests.conftest import ROOT
+    # not run_suite: it turns the cache provider off, which --lf needs
     base = [sys.executable, "-m", "pytest", "-q", "-o", f"cache_dir={tmp_path / 'cache'}",
             "--target=tests.spine_targets:OffByOne", "--ops", "ADD", "--cases-per-op", "6"]
-    first = subprocess.run(base + [f"--report-dir={tmp_path / 'a'}"], cwd=ROOT, capture_output=True, text=True)
+    first = subprocess.run(base + [f"--report-dir={tmp_path / 'a'}"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=600)
     again = subprocess.run(base + ["--lf", f"--report-dir={tmp_path / 'b'}"], cwd=ROOT, capture_output=True,
-                           text=True, env=dict(os.environ))
+                           text=True, timeout=600)
     assert first.returncode == again.returncode == 1, again.stdout[-2000:]
     failed = {r["case_id"] for r in _rows(tmp_path / "a") if r["status"] == "fail"}
     assert failed and {r["case_id"] for r in _rows(tmp_path / "b")} == failed
@@ -409,11 +407,8 @@ def test_rows_kept_for_the_report_are_the_rows_in_the_file(tmp_path, monkeypatch
     run, name = _faulty_run(tmp_path, cases)
     assert run.start_pipeline()
     try:
-        for c in cases:
-            try:
-                run.verdict(c, name)
-            except Exception:
-                pass
+        for c in cases:   # "off" and "shape" come back as fail and error verdicts, not raised
+            run.verdict(c, name)
         run.verdict(cases[3], name)   # asked again: a second row, the last one counts
     finally:
         run.close()
@@ -542,7 +537,10 @@ def test_a_failed_pre_send_costs_only_the_head_start(tmp_path, monkeypatch):
               targets={a.name: a, b.name: b})
     run.plan([(c, t) for c in cases for t in (a.name, b.name)])
 
+    tried = []
+
     def broken(target, parts):
+        tried.append(target)
         raise RuntimeError("cannot pickle the cases")
     monkeypatch.setattr(run, "submit", broken)
     assert run.start_pipeline()
@@ -550,4 +548,14 @@ def test_a_failed_pre_send_costs_only_the_head_start(tmp_path, monkeypatch):
         got = {(c.id, t): run.verdict(c, t).status for c in cases for t in (a.name, b.name)}
     finally:
         run.close()
+    assert tried                     # the runner did try to send cases ahead
     assert set(got.values()) == {"pass"}
+
+
+def test_lean_tests_after_a_marked_one_leave_nothing_set_up_for_another_modules_tests(run_suite):
+    # the marked conformance test takes pytest's protocol, which keeps suite/test_conformance.py
+    # set up for the next test; the lean ones after it must tear it down before tests/test_arith.py
+    p, _ = run_suite("--target=tflite-ref", "--ops", "ADD", "--cases-per-op", "2", "-p", "tests.marking_plugin",
+                     "suite", "tests/test_arith.py")
+    assert p.returncode == 0, p.stdout[-2000:]
+    assert "error" not in p.stdout.splitlines()[-1] and "not torn down" not in p.stdout

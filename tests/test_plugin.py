@@ -11,13 +11,10 @@ import sys
 from suite.case import save_case
 from suite.generate import make_case
 from tests.conftest import ROOT
+from tests.conftest import rows_written as _rows
 
 SUMMARY_COLUMNS = ["op", "target", "cases", "passed", "failed", "unsupported", "errors", "bit_exact_pct",
                    "max_abs_lsb", "mean_err_lsb", "p50_latency_us"]
-
-
-def _rows(rd):
-    return [json.loads(l) for l in (rd / "results.jsonl").read_text().splitlines() if l.strip()]
 
 
 def test_ref_run_writes_results_and_summary(run_suite):

@@ -3,7 +3,6 @@ local htp target's results, case for case, in one push / run / pull / cleanup pe
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ from targets import get_target
 from targets.base import Timing
 from targets.remote import RemoteTarget, remote_target
 from tests.standins.conftest_fixtures import fake_adb, sshd  # noqa: F401  (fixtures)
+from tests.conftest import rows_written as _rows
 
 PY = __import__("sys").executable
 TIMING = Timing(warmup=0, repeats=2)
@@ -38,10 +38,6 @@ def _same(local, remote):
             assert len(a.outputs) == len(b.outputs)
             for x, y in zip(a.outputs, b.outputs):
                 assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y)
-
-
-def _rows(rd):
-    return [json.loads(line) for line in (rd / "results.jsonl").read_text().splitlines() if line.strip()]
 
 
 def test_only_device_capable_targets_take_a_device():

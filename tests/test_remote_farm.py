@@ -10,12 +10,9 @@ import json
 import pytest
 
 from targets import get_target
+from tests.conftest import rows_written as _rows
 
 pytest.importorskip("xdist", reason="several devices need pytest-xdist")
-
-
-def _rows(rd):
-    return [json.loads(line) for line in (rd / "results.jsonl").read_text().splitlines() if line.strip()]
 
 
 def _devices(tmp_path):

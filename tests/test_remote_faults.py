@@ -8,7 +8,6 @@ a crash ``crash``."""
 from __future__ import annotations
 
 import collections
-import json
 import threading
 import time
 from pathlib import Path
@@ -21,13 +20,10 @@ from targets import get_target
 from targets.base import Timing
 from targets.remote import RemoteTarget
 from tests.standins.conftest_fixtures import fake_adb, fault_python, kill_tree, sshd  # noqa: F401
+from tests.conftest import rows_written as _rows
 
 PY = __import__("sys").executable
 TIMING = Timing(warmup=0, repeats=2)
-
-
-def _rows(rd):
-    return [json.loads(line) for line in (rd / "results.jsonl").read_text().splitlines() if line.strip()]
 
 
 def _finished(root: Path) -> int:

@@ -18,14 +18,11 @@ from suite.generate import generate
 from targets import get_target
 from targets.base import Timing
 from tests.conftest import ROOT
+from tests.conftest import rows_written as _rows
 
 C_TARGET = "examples.kernels.c_conv.target:CConvTarget"
 PY_TARGET = "examples.kernels.python_conv:PythonConvTarget"
 BIT_EXACT = str(ROOT / "examples" / "kernels" / "bit-exact.toml")
-
-
-def _rows(rd):
-    return [json.loads(line) for line in (rd / "results.jsonl").read_text().splitlines() if line.strip()]
 
 
 @pytest.fixture(scope="module")

@@ -40,15 +40,13 @@ Requantization, scheme by scheme (see reference/schemes.py):
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from suite.dtypes import DTYPES
 from suite.errors import QconformError
 
 from .. import arith
-from ..common import act_range, attr_int, q, qrange, scale, zp
+from ..common import act_range, attr_int, qrange, scale, zp
 from ..registry import register
 
 _F32_EXACT = 2 ** 24
@@ -119,14 +117,9 @@ def _acc_bound(k: int, x: np.ndarray, z_in: int, w: np.ndarray, bias: np.ndarray
 
 
 def _bias(case, idx: int, n: int) -> np.ndarray:
-    """The int32 bias of input ``idx`` as int64 [n], or zeros if the case has none."""
-    if len(case.inputs) <= idx or case.inputs[idx].data is None:
-        return np.zeros(n, np.int64)
-    b = case.inputs[idx]
-    if b.size != n:
-        raise QconformError(f"bias has {b.size} values, the op has {n} output channels",
-                            field=f"inputs[{idx}].shape", rule="one bias per output channel")
-    return q(b).reshape(n)
+    """The bias of input ``idx`` as int64 [n], or zeros if the case has none."""
+    b = _bias_codes(case, idx, n)
+    return np.zeros(n, np.int64) if b is None else b.astype(np.int64)
 
 
 # --------------------------------------------------------------------------- attributes
@@ -583,14 +576,12 @@ def transpose_conv(case, scheme):
 
 
 def _bias_codes(case, idx: int, n: int) -> np.ndarray | None:
-    """The bias of input ``idx`` as stored ([n], its own dtype), None if the case has none
-    (the checks of :func:`_bias`)."""
+    """The bias of input ``idx`` as stored ([n], its own dtype), None if the case has none."""
     if len(case.inputs) <= idx or case.inputs[idx].data is None:
         return None
     b = case.inputs[idx]
-    size = math.prod(b.shape)
-    if size != n:
-        raise QconformError(f"bias has {size} values, the op has {n} output channels",
+    if b.size != n:
+        raise QconformError(f"bias has {b.size} values, the op has {n} output channels",
                             field=f"inputs[{idx}].shape", rule="one bias per output channel")
     return np.asarray(b.data).reshape(n)
 
@@ -632,7 +623,7 @@ def fully_connected(case, scheme):
     _check_rank(case, 1, 2, "weights [out, in]")
     _check_weight_axis(case, 0)
     o, k = w_t.shape
-    x_size = math.prod(x_t.shape)
+    x_size = x_t.size
     if x_size % k:
         raise QconformError(f"input has {x_size} elements, not a multiple of the {k} weight columns",
                             field="inputs[0].shape", rule="FULLY_CONNECTED input size")
