@@ -3,7 +3,7 @@ computes none of them again.
 
 One file per version of the golden: ``<folder>/<version>.pkl`` holds
 ``{(case digest, scheme): [output arrays]}``. The version is the SHA-256 of the golden's
-own source (every ``reference/**/*.py`` and ``suite/dtypes.py``, the only suite module it
+own source (every ``reference/**/*.py`` and ``*.c``, and ``suite/dtypes.py``, the only suite module it
 reads), the NumPy version and this file's format, and the case digest hashes every byte of
 the case: an entry is exactly what the current code computes for that very case, and any
 change to the golden's code starts a new file. Only goldens that were computed are stored
@@ -41,14 +41,19 @@ def folder_of(option: str | None) -> Path | None:
 _VERSION: str | None = None
 
 
+def golden_files() -> list[Path]:
+    """The files the golden is made of: ``reference/**/*.py``, its C file(s) and ``suite/dtypes.py``."""
+    return sorted(p for p in (ROOT / "reference").rglob("*") if p.suffix in (".py", ".c")
+                  and "__pycache__" not in p.parts) + [ROOT / "suite" / "dtypes.py"]
+
+
 def version() -> str:
     """The golden's version: its source, NumPy's version and this format."""
     global _VERSION
     if _VERSION is None:
         import numpy as np
         h = hashlib.sha256(f"{FORMAT}\0numpy {np.__version__}\0".encode())
-        files = sorted((ROOT / "reference").rglob("*.py")) + [ROOT / "suite" / "dtypes.py"]
-        for p in files:
+        for p in golden_files():
             h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
         _VERSION = h.hexdigest()[:24]
     return _VERSION
@@ -204,7 +209,7 @@ def cases_version() -> str:
         import numpy as np
         h = hashlib.sha256(f"{CASES_FORMAT}\0numpy {np.__version__}\0".encode())
         files = sorted(p for d in ("suite", "reference") for p in (ROOT / d).rglob("*")
-                       if p.is_file() and p.suffix in (".py", ".toml", ".json") and "__pycache__" not in p.parts)
+                       if p.is_file() and p.suffix in (".py", ".c", ".toml", ".json") and "__pycache__" not in p.parts)
         for p in files:
             h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
         _CASES_VERSION = h.hexdigest()[:24]

@@ -101,6 +101,11 @@ def main(args) -> int:
         rows = golden.run(gops, scale=args.golden_scale, repeats=args.repeats) if gops != [] else []
         if rows:
             print(golden.table(rows), flush=True)
+            from reference import native
+            from reference.ops.conv import _FC_NATIVE_MAX
+            out["golden_native_dot"] = native.status()
+            print(f"  golden's C int8 dot (FULLY_CONNECTED, up to {_FC_NATIVE_MAX} rows): "
+                  f"{out['golden_native_dot']}", flush=True)
         out["golden"] = [r.as_dict() for r in rows]
 
     if "throughput" in parts:
