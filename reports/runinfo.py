@@ -146,20 +146,24 @@ def now() -> str:
 
 # ----------------------------------------------------------------------------- parquet
 
-def rows_frame(rows: list[dict]):
-    """The rows as a flat DataFrame: dict fields become ``<field>.<key>`` columns, lists JSON text."""
+def flat_row(r: dict) -> dict[str, Any]:
+    """One row with its dict fields as ``<field>.<key>`` entries (a row of :func:`rows_frame`)."""
+    f: dict[str, Any] = {}
+    for k, v in r.items():
+        if isinstance(v, dict):
+            for kk, vv in v.items():
+                f[f"{k}.{kk}"] = vv
+        else:
+            f[k] = v
+    return f
+
+
+def rows_frame(rows: list[dict], flat: dict[int, dict] | None = None):
+    """The rows as a flat DataFrame: dict fields become ``<field>.<key>`` columns, lists JSON text.
+    ``flat``: rows already flattened (:func:`flat_row`) as the run went, by ``id`` of the row."""
     import pandas as pd
-    flat = []
-    for r in rows:
-        f: dict[str, Any] = {}
-        for k, v in r.items():
-            if isinstance(v, dict):
-                for kk, vv in v.items():
-                    f[f"{k}.{kk}"] = vv
-            else:
-                f[k] = v
-        flat.append(f)
-    df = pd.DataFrame(flat)
+    flat = flat or {}
+    df = pd.DataFrame([flat.get(id(r)) or flat_row(r) for r in rows])
     for col in df.columns:
         s = df[col]
         if s.dtype != object:
@@ -178,9 +182,9 @@ def rows_frame(rows: list[dict]):
     return df
 
 
-def write_parquet(report_dir: str | Path, rows: list[dict]) -> Path:
+def write_parquet(report_dir: str | Path, rows: list[dict], flat: dict[int, dict] | None = None) -> Path:
     p = Path(report_dir) / PARQUET
-    df = rows_frame(rows)
+    df = rows_frame(rows, flat)
     tmp = p.with_name(p.name + ".tmp")
     df.to_parquet(tmp, index=False, engine="pyarrow")
     os.replace(tmp, p)
@@ -233,8 +237,8 @@ def finish_run(run, rows: list[dict], skipped=(), exit_status: int | None = None
             out["errors"].append(f"certificate: {type(e).__name__}: {e}")
     if rows:
         from .html import write_html
-        html = _alongside(lambda: write_html(d, rows, info, cert))
-        parquet = _alongside(lambda: write_parquet(d, rows))
+        html = _alongside(lambda: write_html(d, rows, info, cert, getattr(run, "summary_cache", None)))
+        parquet = _alongside(lambda: write_parquet(d, rows, getattr(run, "flat_rows", None)))
     try:
         attempt("run.json", lambda: write_run_info(d, info))
         try:

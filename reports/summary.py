@@ -12,65 +12,105 @@ COLUMNS = ["op", "target", "cases", "passed", "failed", "unsupported", "errors",
            "max_abs_lsb", "mean_err_lsb", "p50_latency_us"]
 
 
-def summarize(rows: Iterable[dict]):
-    """A pandas DataFrame with one row per (op, target) (and device, when remote)."""
-    import numpy as np
+def summarize(rows: Iterable[dict], cache: "GroupCache | None" = None):
+    """A pandas DataFrame with one row per (op, target) (and device, when remote), groups in the
+    order of their first rows. ``cache``: groups already summarized while the run went on
+    (:class:`GroupCache`); one is used only if it holds this very group (the same row objects)."""
     import pandas as pd
 
     rows = list(rows)
     if not rows:
         return pd.DataFrame(columns=COLUMNS)
-    cols = ["op", "target", "device", "status", "elements", "mismatches", "max_abs_lsb", "sum_err_lsb",
-            "p50_us", "finding", "scheme"]
-    df = pd.DataFrame({c: [r.get(c) for r in rows] for c in cols})   # only what the table needs
-    for c in ("elements", "mismatches", "max_abs_lsb", "sum_err_lsb", "p50_us"):
-        df[c] = pd.to_numeric(df[c], errors="coerce")
-    df["device"] = df["device"].fillna("")
-    keys = ["op", "target"] + (["device"] if (df["device"] != "").any() else [])
-    ran = df["status"].isin([PASS, FAIL, WAIVED]).to_numpy()
-    status = df["status"].to_numpy()
-    elements_all = df["elements"].fillna(0).to_numpy()
-    mism_all = df["mismatches"].fillna(0).to_numpy()
-    sum_err_all = df["sum_err_lsb"].fillna(0).to_numpy()
-    max_abs_all = df["max_abs_lsb"].to_numpy()
-    p50_all = df["p50_us"].to_numpy()
-    out = []
-    for key, idx in df.groupby(keys, sort=False).indices.items():
-        key = key if isinstance(key, tuple) else (key,)
-        r = dict(zip(keys, key))
-        st = status[idx]
-        ridx = idx[ran[idx]]
-        elements = float(elements_all[ridx].sum())
-        mism = float(mism_all[ridx].sum())
-        r["cases"] = int(len(idx))
-        r["passed"] = int((st == PASS).sum())
-        r["failed"] = int((st == FAIL).sum())
-        r["unsupported"] = int((st == UNSUPPORTED).sum())
-        r["errors"] = int(np.isin(st, list(ERROR_STATUSES)).sum())
-        for s_, col in (("crash", "crashes"), ("timeout", "timeouts"), ("infra", "infra_errors")):
-            r[col] = int((st == s_).sum())
-        r["waived"] = int((st == WAIVED).sum())
-        r["bit_exact_pct"] = round(100.0 * (elements - mism) / elements, 3) if elements else None
-        r["exact_cases_pct"] = (round(100.0 * float((mism_all[ridx] == 0).sum()) / len(ridx), 2)
-                                if len(ridx) else None)
-        mx = max_abs_all[ridx]
-        mx = mx[~np.isnan(mx)]
-        r["max_abs_lsb"] = float(mx.max()) if mx.size else None
-        r["mean_err_lsb"] = round(float(sum_err_all[ridx].sum()) / elements, 5) if elements else None
-        lat = p50_all[idx]
-        lat = lat[~np.isnan(lat)]
-        r["p50_latency_us"] = round(float(np.median(lat)), 2) if lat.size else None
-        found = sorted({rows[i]["finding"] for i in idx if rows[i].get("finding")})
-        if found:
-            r["findings"] = ",".join(found)
-        # best_scheme (+ exact %) and mismatch-cause counts from the rows' scheme_exact / causes
-        prefer = next((rows[i]["scheme"] for i in idx if rows[i].get("scheme")), None)
-        r.update(summary_columns([rows[i] for i in ridx], prefer))
-        out.append(r)
+    keys = ["op", "target"] + (["device"] if any(r.get("device") for r in rows) else [])
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r.get(k) or "" if k == "device" else r.get(k) for k in keys), []).append(r)
+    out = [(cache.get(keys, key, grp) if cache is not None else None) or group_summary(keys, key, grp)
+           for key, grp in groups.items()]
     res = pd.DataFrame(out)
     lead = keys + [c for c in COLUMNS if c not in keys]
     rest = [c for c in res.columns if c not in lead]
     return res[lead + rest]
+
+
+def _numbers(grp: list[dict], col: str, missing: float = float("nan")):
+    """A column of the group as float64, ``missing`` where it is not a number (pandas'
+    to_numeric with errors="coerce", then fillna)."""
+    import numpy as np
+    out = np.empty(len(grp))
+    for i, r in enumerate(grp):
+        v = r.get(col)
+        try:
+            out[i] = missing if v is None else float(v)
+        except (TypeError, ValueError):
+            out[i] = missing
+        if out[i] != out[i]:
+            out[i] = missing
+    return out
+
+
+def group_summary(keys: list[str], key: tuple, grp: list[dict]) -> dict:
+    """The summary row of one group (its rows ``grp``, in run order)."""
+    import numpy as np
+    r = dict(zip(keys, key))
+    status = np.array([g.get("status") for g in grp], dtype=object)
+    ran = np.isin(status, [PASS, FAIL, WAIVED])
+    elements_all = _numbers(grp, "elements", 0.0)
+    mism_all = _numbers(grp, "mismatches", 0.0)
+    elements = float(elements_all[ran].sum())
+    mism = float(mism_all[ran].sum())
+    r["cases"] = len(grp)
+    r["passed"] = int((status == PASS).sum())
+    r["failed"] = int((status == FAIL).sum())
+    r["unsupported"] = int((status == UNSUPPORTED).sum())
+    r["errors"] = int(np.isin(status, list(ERROR_STATUSES)).sum())
+    for s_, col in (("crash", "crashes"), ("timeout", "timeouts"), ("infra", "infra_errors")):
+        r[col] = int((status == s_).sum())
+    r["waived"] = int((status == WAIVED).sum())
+    r["bit_exact_pct"] = round(100.0 * (elements - mism) / elements, 3) if elements else None
+    n_ran = int(ran.sum())
+    r["exact_cases_pct"] = round(100.0 * float((mism_all[ran] == 0).sum()) / n_ran, 2) if n_ran else None
+    mx = _numbers(grp, "max_abs_lsb")[ran]
+    mx = mx[~np.isnan(mx)]
+    r["max_abs_lsb"] = float(mx.max()) if mx.size else None
+    r["mean_err_lsb"] = (round(float(_numbers(grp, "sum_err_lsb", 0.0)[ran].sum()) / elements, 5)
+                         if elements else None)
+    lat = _numbers(grp, "p50_us")
+    lat = lat[~np.isnan(lat)]
+    r["p50_latency_us"] = round(float(np.median(lat)), 2) if lat.size else None
+    found = sorted({g["finding"] for g in grp if g.get("finding")})
+    if found:
+        r["findings"] = ",".join(found)
+    # best_scheme (+ exact %) and mismatch-cause counts from the rows' scheme_exact / causes
+    prefer = next((g["scheme"] for g in grp if g.get("scheme")), None)
+    r.update(summary_columns([g for g, ok in zip(grp, ran) if ok], prefer))
+    return r
+
+
+class GroupCache:
+    """Summary rows of (op, target) groups made while the run goes on, so that the report at the
+    end only puts them together: :meth:`add` each row as it is written; a group is summarized
+    when it has the rows the plan gives it (:meth:`expect`). :func:`summarize` takes a cached
+    row only for a group of the very same row objects (a test run again, a resumed or remote
+    run: computed then)."""
+
+    def __init__(self, expected: dict[tuple, int]):
+        self._expected = dict(expected)
+        self._rows: dict[tuple, list[dict]] = {}
+        self._done: dict[tuple, tuple[list[int], dict]] = {}
+
+    def add(self, row: dict) -> None:
+        key = (row.get("op"), row.get("target"))
+        grp = self._rows.setdefault(key, [])
+        grp.append(row)
+        if len(grp) == self._expected.get(key) and not any(g.get("device") for g in grp):
+            self._done[key] = ([id(g) for g in grp], group_summary(["op", "target"], key, grp))
+
+    def get(self, keys: list[str], key: tuple, grp: list[dict]) -> dict | None:
+        got = self._done.get(key) if len(keys) == 2 else None
+        if got is None or len(got[0]) != len(grp) or any(i != id(g) for i, g in zip(got[0], grp)):
+            return None
+        return dict(got[1])
 
 
 def to_markdown(df) -> str:
@@ -119,10 +159,10 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def write_summaries(report_dir: str | Path, rows: list[dict] | None = None):
+def write_summaries(report_dir: str | Path, rows: list[dict] | None = None, cache: GroupCache | None = None):
     report_dir = Path(report_dir)
     rows = read_rows(report_dir) if rows is None else rows
-    df = summarize(rows)
+    df = summarize(rows, cache)
     df.to_csv(report_dir / "summary.csv", index=False)
     (report_dir / "summary.md").write_text("# qconform summary\n\n" + to_markdown(df))
     return df

@@ -216,15 +216,16 @@ def cases_version() -> str:
     return _CASES_VERSION
 
 
-def cached_cases(folder: Path | None, ops: list[str], cases_per_op: int, seed: int, generate):
-    """``generate()`` (the default case set of ``ops``, ``cases_per_op`` and ``seed``), read from
+def cached_cases(folder: Path | None, ops: list[str] | None, cases_per_op: int, seed: int, generate):
+    """``generate()`` (the default case set of ``ops`` (None: every op with a generator),
+    ``cases_per_op`` and ``seed``), read from
     ``folder`` when an earlier run of the same generator code made the same set, else made and
     stored there (atomically, with a checksum like the goldens). The file is named by the
     generator's version and the arguments, and holds them too: a file of anything else, a
     damaged or unreadable one, is ignored and replaced."""
     if folder is None:
         return generate()
-    key = [CASES_FORMAT, cases_version(), list(ops), int(cases_per_op), int(seed)]
+    key = [CASES_FORMAT, cases_version(), None if ops is None else list(ops), int(cases_per_op), int(seed)]
     name = hashlib.sha256(repr(key).encode()).hexdigest()[:24]
     path = Path(folder) / f"cases-{name}.pkl"
     got = _read(path, CASES_MAGIC)

@@ -16,7 +16,7 @@ import os
 import shlex
 import threading
 import time
-from collections import OrderedDict, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,6 +139,10 @@ class Run:
         # the rows this process wrote, parsed back (judge thread) for the report at the end, so it
         # need not read results.jsonl again (suite/plugin.py; not for --resume or xdist)
         self.kept_rows: list | None = [] if config.worker is None else None
+        # summary rows of the (op, target) groups whose rows are all written, made by the judge
+        # as the run goes (reports.summary.GroupCache; pipelined runs), not after the last test
+        self.summary_cache = None
+        self.flat_rows: dict[int, dict] = {}   # id(kept row) -> reports.runinfo.flat_row, for results.parquet
 
     # ---- set-up
     def versions(self, target: str) -> dict[str, str]:
@@ -183,6 +187,8 @@ class Run:
         from .pipeline import Pipeline
         if guess:
             self._hold = []
+        if self.kept_rows is not None:
+            self._expect_groups(self._plan)
         self._pipeline = Pipeline(self, self._plan)
         return True
 
@@ -204,6 +210,8 @@ class Run:
             if not same:
                 self._wanted = {(t, c.id) for c, t in pairs}
                 self._plan = pairs
+                if self.summary_cache is not None:
+                    self._expect_groups(pairs)
                 self._pipeline.replan(pairs, self._wanted)
                 for r in held:
                     if (r["target"], r["case_id"]) not in self._wanted and r.get("failure_file"):
@@ -212,6 +220,10 @@ class Run:
             for row in held:   # under the lock: before any row the judge writes from now on
                 self._append(row)
         return same
+
+    def _expect_groups(self, pairs) -> None:
+        from reports.summary import GroupCache
+        self.summary_cache = GroupCache(Counter((c.op, t) for c, t in pairs))
 
     def wanted(self, target: str, case_id: str) -> bool:
         """Whether the pair is in the plan (always, but after a guess that was wrong)."""
@@ -231,7 +243,12 @@ class Run:
     def _append(self, row: dict[str, Any]) -> None:
         line = self.writer.append(row)
         if self.kept_rows is not None:   # as a reader of the file will see it (JSON types)
-            self.kept_rows.append(json.loads(line))
+            kept = json.loads(line)
+            self.kept_rows.append(kept)
+            if self.summary_cache is not None:   # (pipelined: the judge thread, while targets run)
+                from reports.runinfo import flat_row
+                self.summary_cache.add(kept)
+                self.flat_rows[id(kept)] = flat_row(kept)
 
     @property
     def writer(self):

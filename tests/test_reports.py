@@ -268,3 +268,40 @@ def test_in_child_gives_the_path_or_the_childs_own_error(tmp_path):
     finally:
         stop.set()
         t.join()
+
+
+def test_summary_from_groups_made_during_the_run_is_the_same_table(run_dir):
+    """reports.summary.GroupCache (filled by the judge as rows are written): the same summary
+    as computed at the end, and a group whose rows changed (a test run again) is computed anew."""
+    from collections import Counter
+    from reports.summary import GroupCache, group_summary, summarize
+    rows = read_rows(run_dir)
+    cache = GroupCache(Counter((r["op"], r["target"]) for r in rows))
+    for r in rows:
+        cache.add(r)
+    plain = summarize(rows)
+    assert summarize(rows, cache).to_csv(index=False) == plain.to_csv(index=False)
+    # a cached group is a real shortcut: a poisoned entry shows up when it is taken
+    key = (rows[0]["op"], rows[0]["target"])
+    ids, doc = cache._done[key]
+    cache._done[key] = (ids, {**doc, "passed": -1})
+    assert summarize(rows, cache).iloc[0]["passed"] == -1
+    # the same group with one row replaced (a re-run's row): not taken from the cache
+    again = [dict(r) if (r["op"], r["target"]) == key and r is rows[0] else r for r in rows]
+    assert summarize(again, cache).iloc[0]["passed"] == plain.iloc[0]["passed"]
+    # with a device column (a farm run) the cache is not used either
+    farm = [{**r, "device": "ssh:a"} for r in rows]
+    assert summarize(farm, cache)["passed"].tolist() == summarize(farm)["passed"].tolist()
+    assert group_summary(["op", "target"], key, [r for r in rows if (r["op"], r["target"]) == key]) == doc
+
+
+def test_parquet_from_rows_flattened_during_the_run_is_the_same(run_dir, tmp_path):
+    import pandas as pd
+    from reports.runinfo import flat_row, write_parquet
+    rows = read_rows(run_dir)
+    a = pd.read_parquet(write_parquet(tmp_path, rows))
+    flat = {id(r): flat_row(r) for r in rows}
+    flat[id(rows[0])] = {**flat[id(rows[0])], "op": "POISONED"}   # taken from the flat rows
+    b = pd.read_parquet(write_parquet(tmp_path, rows, flat))
+    assert b["op"].iloc[0] == "POISONED"
+    assert a.iloc[1:].equals(b.iloc[1:]) and list(a.columns) == list(b.columns)
