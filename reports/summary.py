@@ -21,16 +21,22 @@ def summarize(rows: Iterable[dict], cache: "GroupCache | None" = None):
     rows = list(rows)
     if not rows:
         return pd.DataFrame(columns=COLUMNS)
-    keys = ["op", "target"] + (["device"] if any(r.get("device") for r in rows) else [])
+    rows = [r for r in rows if r.get("op") is not None and r.get("target") is not None]   # (groupby's dropna)
+    keys = ["op", "target"] + (["device"] if any(_device(r) for r in rows) else [])
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault(tuple(r.get(k) or "" if k == "device" else r.get(k) for k in keys), []).append(r)
+        groups.setdefault(tuple(_device(r) if k == "device" else r.get(k) for k in keys), []).append(r)
     out = [(cache.get(keys, key, grp) if cache is not None else None) or group_summary(keys, key, grp)
            for key, grp in groups.items()]
     res = pd.DataFrame(out)
     lead = keys + [c for c in COLUMNS if c not in keys]
     rest = [c for c in res.columns if c not in lead]
     return res[lead + rest]
+
+
+def _device(r: dict) -> str:
+    d = r.get("device")
+    return "" if d is None or (isinstance(d, float) and d != d) else d
 
 
 def _numbers(grp: list[dict], col: str, missing: float = float("nan")):
@@ -41,8 +47,8 @@ def _numbers(grp: list[dict], col: str, missing: float = float("nan")):
     for i, r in enumerate(grp):
         v = r.get(col)
         try:
-            out[i] = missing if v is None else float(v)
-        except (TypeError, ValueError):
+            out[i] = float(v) if isinstance(v, (int, float)) else missing   # (JSON numbers; else NaN)
+        except OverflowError:
             out[i] = missing
         if out[i] != out[i]:
             out[i] = missing
@@ -90,7 +96,7 @@ def group_summary(keys: list[str], key: tuple, grp: list[dict]) -> dict:
 class GroupCache:
     """Summary rows of (op, target) groups made while the run goes on, so that the report at the
     end only puts them together: :meth:`add` each row as it is written; a group is summarized
-    when it has the rows the plan gives it (:meth:`expect`). :func:`summarize` takes a cached
+    when it has as many rows as the plan gives it (``expected``: (op, target) -> count). :func:`summarize` takes a cached
     row only for a group of the very same row objects (a test run again, a resumed or remote
     run: computed then)."""
 

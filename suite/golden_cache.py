@@ -203,7 +203,7 @@ _CASES_VERSION: str | None = None
 
 def cases_version() -> str:
     """The case generator's version: every ``suite/**/*.py``, the spec tables and the golden's
-    source (``reference/**/*.py``), NumPy's version (its random generators) and this format."""
+    source (``reference/**/*.py`` and ``*.c``), NumPy's version (its random generators) and this format."""
     global _CASES_VERSION
     if _CASES_VERSION is None:
         import numpy as np

@@ -270,14 +270,18 @@ def _configure(config):
     # targets start on the guessed plan while pytest starts its session and collects
     if preloaded is None and _collects_only_the_suite(config) and run.pipelines() and _plan_is_foreseeable(config):
         try:
-            _cases(config)
+            _load_cases(config)
         except Exception:   # raised again where it is reported: in the suite's collection
             state["cases"] = None
+        else:
+            _start_guessed(config)
 
 
 def _collects_only_the_suite(config) -> bool:
     """Every test path given is the suite's folder or its test module (no test ids)."""
     own = (SUITE_DIR.resolve(), (SUITE_DIR / "test_conformance.py").resolve())
+    if config.getoption("ignore", None) or config.getoption("ignore_glob", None):
+        return False
     return bool(config.args) and all("::" not in str(a) and Path(str(a)).resolve() in own for a in config.args)
 
 
@@ -346,11 +350,11 @@ def pytest_report_header(config):
 
 # ----------------------------------------------------------------------------- collection
 
-def _cases(config):
+def _load_cases(config):
+    """The generated case set (from the golden-cache folder when an earlier run made it)."""
     st = _state(config)
     if st["cases"] is None:
-        run = st["run"]
-        rc = run.config
+        rc = st["run"].config
 
         def make():   # (the generators are imported only when the set is not in the cache: 0.25 s)
             from .generate import generate, generator_ops
@@ -359,9 +363,23 @@ def _cases(config):
         from .golden_cache import cached_cases
         folder = Path(rc.golden_cache) if rc.golden_cache else None
         st["cases"] = cached_cases(folder, rc.ops, rc.cases_per_op, rc.seed, make)
-        if run.pipelines() and _plan_is_foreseeable(config):   # the targets start while pytest builds the items
-            run.plan(_test_order(st["cases"], rc.targets))
-            run.start_pipeline(guess=True)
+    return st["cases"]
+
+
+def _start_guessed(config) -> None:
+    """The targets start on the plan collection will most likely give (Run.start_pipeline)."""
+    st = _state(config)
+    run = st["run"]
+    if run.pipelines() and not run.guessing and run._pipeline is None and _plan_is_foreseeable(config):
+        run.plan(_test_order(st["cases"], run.config.targets))
+        run.start_pipeline(guess=True)
+
+
+def _cases(config):
+    st = _state(config)
+    if st["cases"] is None:
+        _load_cases(config)
+        _start_guessed(config)
     return st["cases"]
 
 
@@ -454,9 +472,9 @@ def pytest_collection_finish(session):
 
 def _runs_no_tests(o) -> bool:
     """--collect-only, --setup-plan, --setup-only, --fixtures, --fixtures-per-test: pytest collects
-    (and may set up) but calls no test, so no target runs."""
+    (and may set up) but calls no test; --markers, --help: pytest configures and ends. No target runs."""
     return any(getattr(o, k, False) for k in ("collectonly", "setupplan", "setuponly", "showfixtures",
-                                              "show_fixtures_per_test"))
+                                              "show_fixtures_per_test", "markers", "help", "version"))
 
 
 def pytest_xdist_auto_num_workers(config):
@@ -564,6 +582,7 @@ def pytest_sessionfinish(session, exitstatus):
     if st is None:
         return
     run = st["run"]
+    st["session_finished"] = True
     # the rest of the session makes many objects and frees few: no garbage collection passes
     # over everything alive (pytest's items, the cases), which cost a third of the report's
     # time; collection resumes at pytest_unconfigure
@@ -581,6 +600,13 @@ _FROZEN = []   # gc.freeze() done by pytest_unconfigure (undone by the next run 
 
 def pytest_unconfigure(config):
     st = _state(config)
+    if st is not None and not st.get("session_finished"):
+        # no session end (a plugin's configure or sessionstart raised, Ctrl-C before collection,
+        # --markers): the workers and a pipeline started at configure end here
+        try:
+            st["run"].close()
+        finally:
+            st["run"].reap()
     if st is not None and st.pop("gc_off", False):
         # what is alive now is frozen (gc.freeze): otherwise the next collection, and the
         # interpreter's final ones at exit, walk every object of the session again (0.3 s and

@@ -246,9 +246,13 @@ class Run:
             kept = json.loads(line)
             self.kept_rows.append(kept)
             if self.summary_cache is not None:   # (pipelined: the judge thread, while targets run)
-                from reports.runinfo import flat_row
-                self.summary_cache.add(kept)
-                self.flat_rows[id(kept)] = flat_row(kept)
+                try:
+                    from reports.runinfo import flat_row
+                    self.summary_cache.add(kept)
+                    self.flat_rows[id(kept)] = flat_row(kept)
+                except Exception:   # only a head start for the report: it is all made at the end
+                    self.summary_cache = None
+                    self.flat_rows = {}
 
     @property
     def writer(self):

@@ -8,7 +8,7 @@ from .base import Outcome, Target, Timing
 class RefTarget(Target):
     name = "ref"
     description = "the suite's own NumPy golden (sanity target)"
-    isolate = False   # pure NumPy: runs in the pytest process
+    isolate = False   # the golden (NumPy; its C dot product is probed in a separate process first): in the pytest process
 
     def versions(self):
         import numpy

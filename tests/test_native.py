@@ -5,6 +5,7 @@ that fails its check) the golden takes the NumPy path and says why."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -84,6 +85,8 @@ def test_c_dot_sums_exactly_past_the_int32_runs(fresh_native):
     assert np.array_equal(got, d.astype(np.int64) @ w.astype(np.int64).T)
     with pytest.raises(TypeError, match="int8"):
         native.dot_i8(w.astype(np.uint8), d)
+    assert native.status().startswith("on") and native.cache_dir() in Path(native.status()[4:-1]).parents
+    assert len(list(native.cache_dir().glob("*.ok"))) == 1
 
 
 def test_without_a_compiler_the_golden_takes_the_numpy_path(fresh_native):
@@ -91,6 +94,8 @@ def test_without_a_compiler_the_golden_takes_the_numpy_path(fresh_native):
     c = wrap_case()
     assert native.dot_i8(np.zeros((1, 1), np.int8), np.zeros((1, 1), np.int16)) is None
     assert native.status().startswith("unavailable") and "/nonexistent/cc" in native.status()
+    with pytest.raises(TypeError, match="int8"):         # bad arguments are an error either way
+        native.dot_i8(np.zeros((1, 1), np.uint8), np.zeros((1, 1), np.int16))
     assert golden(c)[0].item() == -121                 # the wrapped accumulator, as with the C sums
     assert np.array_equal(C.fc_acc(np.full((1, 5), 3, np.int8), -2, np.full((2, 5), -7, np.int8)),
                           np.full((1, 2), -175))
@@ -98,11 +103,23 @@ def test_without_a_compiler_the_golden_takes_the_numpy_path(fresh_native):
 
 @needs_cc
 def test_a_build_that_disagrees_with_numpy_is_not_used(fresh_native, tmp_path):
-    bad = tmp_path / "bad.c"
-    bad.write_text(native.SOURCE.read_text().replace("out[b * O + o] = total;", "out[b * O + o] = total + 1;"))
+    bad = tmp_path / "bad.c"              # right on the probe's 3 terms, wrong from 1000 terms on
+    bad.write_text(native.SOURCE.read_text().replace("out[b * O + o] = total;",
+                                                     "out[b * O + o] = total + (K > 1000);"))
     fresh_native.setattr(native, "SOURCE", bad)
     assert native.dot_i8(np.ones((1, 1), np.int8), np.ones((1, 1), np.int16)) is None
     assert native.status().startswith("disabled"), native.status()
+    assert golden(wrap_case())[0].item() == -121
+
+
+@needs_cc
+def test_a_build_that_crashes_is_probed_in_another_process(fresh_native, tmp_path):
+    bad = tmp_path / "trap.c"             # an illegal instruction, as code for another CPU would be
+    bad.write_text(native.SOURCE.read_text().replace("out[b * O + o] = total;", "__builtin_trap();"))
+    fresh_native.setattr(native, "SOURCE", bad)
+    assert native.dot_i8(np.ones((1, 1), np.int8), np.ones((1, 1), np.int16)) is None
+    assert native.status().startswith("unavailable") and "probe" in native.status(), native.status()
+    assert not list((tmp_path / "native").glob("*.so"))      # nothing kept to load next time
     assert golden(wrap_case())[0].item() == -121
 
 

@@ -559,3 +559,40 @@ def test_lean_tests_after_a_marked_one_leave_nothing_set_up_for_another_modules_
                      "suite", "tests/test_arith.py")
     assert p.returncode == 0, p.stdout[-2000:]
     assert "error" not in p.stdout.splitlines()[-1] and "not torn down" not in p.stdout
+
+
+_LEFT_BEHIND = """
+import os, sys, threading, pytest
+
+class Raiser:
+    def pytest_sessionstart(self, session):
+        raise RuntimeError("a plugin's sessionstart fails")
+
+args = ["-q", "-p", "no:cacheprovider", "--target=ref,tflite", "--ops", "ADD", "--cases-per-op", "3",
+        "--report-dir=" + sys.argv[1]] + sys.argv[3:]
+rc = pytest.main(args, plugins=[Raiser()] if sys.argv[2] == "raise" else [])
+threads = [t.name for t in threading.enumerate() if t.name.startswith("qconform") and t.is_alive()]
+kids = []
+for pid in os.listdir("/proc"):
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        continue
+    if int(fields[1]) == os.getpid() and fields[0] != "Z":
+        kids.append(pid)
+print("LEFT", rc, threads, kids)
+"""
+
+
+@pytest.mark.parametrize("how", [["plain", "--markers"], ["raise"]], ids=["markers", "sessionstart-raises"])
+def test_a_run_without_a_session_leaves_no_worker_or_thread(tmp_path, how):
+    """pytest --markers configures and ends; a plugin whose sessionstart raises ends the run
+    before any session end: neither leaves the targets' workers or the pipeline's threads."""
+    import subprocess
+    import sys
+    from tests.conftest import ROOT
+    p = subprocess.run([sys.executable, "-c", _LEFT_BEHIND, str(tmp_path / "rd"), *how], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("LEFT")]
+    assert line, p.stdout[-2000:] + p.stderr[-2000:]
+    assert line[0].endswith("[] []"), line[0]
