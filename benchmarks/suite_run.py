@@ -44,11 +44,13 @@ def run_suite(label: str = "default run", targets: str = DEFAULT_TARGETS, worker
               extra: list[str] | None = None, timeout: float = 3600) -> SuiteRow:
     with tempfile.TemporaryDirectory(prefix="qconform-bench-run-") as tmp:
         report = Path(tmp) / "report"
-        # the golden cache goes with the QNN context cache: cold with it, warm with it, off with it
-        golden = "off" if cache_dir == "off" else Path(cache_dir or Path(tmp) / "qnn") / "golden"
+        # the golden cache and the golden's C build go with the QNN context cache: cold with it,
+        # warm with it, off with it (the build then in this run's own folder)
+        cache = Path(cache_dir or Path(tmp) / "qnn")
+        golden = "off" if cache_dir == "off" else cache / "golden"
+        native = Path(tmp) / "native" if cache_dir == "off" else cache / "native"
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--target={targets}",
-               f"--report-dir={report}", f"--cache-dir={cache_dir or Path(tmp) / 'qnn'}",
-               f"--golden-cache={golden}"]
+               f"--report-dir={report}", f"--cache-dir={cache}", f"--golden-cache={golden}"]
         if workers:
             cmd += ["-n", str(workers)]
         if cases_per_op:
@@ -58,7 +60,7 @@ def run_suite(label: str = "default run", targets: str = DEFAULT_TARGETS, worker
         cmd += list(extra or [])
         t0 = time.perf_counter()
         p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                           env=dict(os.environ))
+                           env=dict(os.environ, QCONFORM_NATIVE_DIR=str(native)))
         wall = time.perf_counter() - t0
         last = [ln for ln in p.stdout.splitlines() if " in " in ln and ("passed" in ln or "failed" in ln)]
         try:

@@ -14,6 +14,17 @@ from suite.errors import QconformError
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 
+_INT_RANGES: dict = {}
+
+
+def int_range(dt) -> tuple[int, int]:
+    """(min, max) of an integer dtype, as Python ints (memoized: np.iinfo costs a microsecond)."""
+    r = _INT_RANGES.get(dt)
+    if r is None:
+        info = np.iinfo(dt)
+        r = _INT_RANGES[dt] = (int(info.min), int(info.max))
+    return r
+
 
 def as_i64(x) -> np.ndarray:
     return np.asarray(x, dtype=np.int64)

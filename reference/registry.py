@@ -12,6 +12,7 @@ import numpy as np
 from suite.dtypes import DTYPES
 from suite.errors import QconformError
 
+from .arith import int_range
 from .schemes import Scheme, get_scheme
 
 GoldenFn = Callable[..., list]
@@ -68,20 +69,17 @@ def golden(case, scheme: str | Scheme | None = None) -> list[np.ndarray]:
         info = DTYPES[spec.dtype]
         if info.qmin is not None and arr.size and not _holds_only(arr.dtype, info.qmin, info.qmax):
             assert arr.min() >= info.qmin and arr.max() <= info.qmax, (case.op, spec.dtype)
-        arr = arr.astype(info.storage)
+        arr = arr.astype(info.storage, copy=False)
         result.append(arr if arr.shape == tuple(spec.shape) else arr.reshape(spec.shape))
     return result
 
 
-_RANGES: dict = {}
-
-
 def _holds_only(dt: np.dtype, qmin: int, qmax: int) -> bool:
     """Every value of integer type ``dt`` lies in [qmin, qmax] (then no range check is needed)."""
-    r = _RANGES.get(dt)
-    if r is None:
-        r = _RANGES[dt] = (int(np.iinfo(dt).min), int(np.iinfo(dt).max)) if dt.kind in "iu" else None
-    return r is not None and qmin <= r[0] and r[1] <= qmax
+    if dt.kind not in "iu":
+        return False
+    lo, hi = int_range(dt)
+    return qmin <= lo and hi <= qmax
 
 
 def _check_outputs(case, outs) -> None:

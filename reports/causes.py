@@ -110,7 +110,8 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
     mism_flat = np.concatenate([m.ravel() for m in mism] or [np.zeros(0, bool)])
     eq = mat == got_flat if kept else np.zeros((0, got_flat.size), bool)   # [schemes, elements]
     totals = dict(zip(kept, eq.sum(axis=1).tolist()))
-    hits = dict(zip(kept, (eq & mism_flat).sum(axis=1).tolist())) if n_mism else {}
+    hit = eq & mism_flat if n_mism else None   # [schemes, elements]: reproduces a mismatch
+    hits = dict(zip(kept, hit.sum(axis=1).tolist())) if n_mism else {}
     scheme_exact: dict[str, int] = {}
     for name in names:
         if name == run_scheme:
@@ -118,7 +119,7 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
         elif name in totals:
             scheme_exact[name] = int(totals[name])
     cause_schemes = {n: int(hits[n]) for n in names if hits.get(n)}
-    explained_flat = (eq & mism_flat).any(axis=0) if n_mism and len(kept) else np.zeros(mism_flat.shape, bool)
+    explained_flat = hit.any(axis=0) if n_mism and len(kept) else np.zeros(mism_flat.shape, bool)
     explained = [part.reshape(m.shape) for part, m in
                  zip(np.split(explained_flat, np.cumsum([m.size for m in mism])[:-1]), mism)]
     out: dict = {"scheme_exact": scheme_exact}

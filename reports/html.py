@@ -107,7 +107,7 @@ def _cell_color(pct: float | None, failed: int, ran: int) -> str:
 
 
 def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info: dict | None = None,
-               certificate: dict | None = None, summary_cache=None) -> str:
+               certificate: dict | None = None, summary=None) -> str:
     from . import plots
     from .runinfo import read_run_info
     from .summary import summarize
@@ -119,7 +119,7 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
             certificate = json.loads((d / "certificate.json").read_text())
         except (OSError, ValueError):
             certificate = None
-    df = summarize(rows, summary_cache)
+    df = summarize(rows) if summary is None else summary
     ops = list(dict.fromkeys(r.get("op") for r in rows if r.get("op")))
     targets = list(dict.fromkeys(r.get("target") for r in rows if r.get("target")))
     # the matrix, causes and latency are per (op, target): a farm run's summary has a row per device,
@@ -332,11 +332,11 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
 
 
 def write_html(report_dir: str | Path, rows: list[dict] | None = None, run_info: dict | None = None,
-               certificate: dict | None = None, summary_cache=None) -> Path:
-    """index.html; ``summary_cache``: a reports.summary.GroupCache the run filled as it went."""
+               certificate: dict | None = None, summary=None) -> Path:
+    """index.html; ``summary``: the rows' reports.summary.summarize table, if made already."""
     import os
     d = Path(report_dir)
-    text = build_html(d, rows, run_info, certificate, summary_cache)
+    text = build_html(d, rows, run_info, certificate, summary)
     p = d / INDEX
     tmp = p.with_name(p.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")

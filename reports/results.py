@@ -89,7 +89,7 @@ def last_of_each(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     seen: dict[tuple, int] = {}
     out: list[dict[str, Any]] = []
     for r in rows:
-        key = (r.get("case_id"), r.get("target"), r.get("device"))
+        key = row_key(r)
         if key in seen:
             out[seen[key]] = r
         else:

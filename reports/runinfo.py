@@ -204,13 +204,14 @@ def start_run(run, skipped=(), workers=None) -> dict[str, Any]:
 
 
 def finish_run(run, rows: list[dict], skipped=(), exit_status: int | None = None, started: str | None = None,
-               workers=None, alongside=None) -> dict[str, Any]:
+               workers=None, summary=None) -> dict[str, Any]:
     """At session end (controller): run.json, results.parquet, index.html and, with --certify, the certificate.
 
     Returns {"written": [paths], "errors": [messages], "certificate": doc|None, "waiver_problems": [...]};
     an artefact that cannot be written is reported, never silently skipped. index.html and
     results.parquet are written by child processes (:func:`in_child`) while this one writes the
-    rest and calls ``alongside()`` (e.g. the summaries).
+    rest: summary.csv and summary.md of ``summary`` (the rows' reports.summary.summarize table,
+    made before the fork so that the children need not make it again).
     """
     out: dict[str, Any] = {"written": [], "errors": [], "certificate": None, "waiver_problems": []}
     d = Path(run.report_dir)
@@ -237,13 +238,14 @@ def finish_run(run, rows: list[dict], skipped=(), exit_status: int | None = None
             out["errors"].append(f"certificate: {type(e).__name__}: {e}")
     if rows:
         from .html import write_html
-        html = _alongside(lambda: write_html(d, rows, info, cert, getattr(run, "summary_cache", None)))
-        parquet = _alongside(lambda: write_parquet(d, rows, getattr(run, "flat_rows", None)))
+        cache = getattr(run, "report_cache", None)
+        html = _alongside(lambda: write_html(d, rows, info, cert, summary))
+        parquet = _alongside(lambda: write_parquet(d, rows, cache.flat if cache is not None else None))
     try:
         attempt("run.json", lambda: write_run_info(d, info))
         try:
-            if alongside is not None:
-                alongside()
+            if rows and summary is not None:
+                attempt("summary.csv, summary.md", lambda: _write_summaries(d, rows, summary))
         finally:
             if rows:
                 attempt("results.parquet", parquet)
@@ -256,6 +258,12 @@ def finish_run(run, rows: list[dict], skipped=(), exit_status: int | None = None
         if rows:
             attempt("index.html", html)
     return out
+
+
+def _write_summaries(d: Path, rows: list[dict], summary) -> list[Path]:
+    from .summary import write_summaries
+    write_summaries(d, rows, summary)
+    return [d / "summary.csv", d / "summary.md"]
 
 
 class _Child:
@@ -303,7 +311,10 @@ def in_child(fn) -> _Child | None:
     import threading
     if not hasattr(os, "fork") or threading.active_count() > 1:
         return None
-    r, w = os.pipe()
+    try:
+        r, w = os.pipe()
+    except OSError:
+        return None
     try:
         pid = os.fork()
     except OSError:

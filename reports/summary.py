@@ -12,10 +12,10 @@ COLUMNS = ["op", "target", "cases", "passed", "failed", "unsupported", "errors",
            "max_abs_lsb", "mean_err_lsb", "p50_latency_us"]
 
 
-def summarize(rows: Iterable[dict], cache: "GroupCache | None" = None):
+def summarize(rows: Iterable[dict], cache: "ReportCache | None" = None):
     """A pandas DataFrame with one row per (op, target) (and device, when remote), groups in the
     order of their first rows. ``cache``: groups already summarized while the run went on
-    (:class:`GroupCache`); one is used only if it holds this very group (the same row objects)."""
+    (:class:`ReportCache`); one is used only if it holds this very group (the same row objects)."""
     import pandas as pd
 
     rows = list(rows)
@@ -93,23 +93,28 @@ def group_summary(keys: list[str], key: tuple, grp: list[dict]) -> dict:
     return r
 
 
-class GroupCache:
-    """Summary rows of (op, target) groups made while the run goes on, so that the report at the
-    end only puts them together: :meth:`add` each row as it is written; a group is summarized
-    when it has as many rows as the plan gives it (``expected``: (op, target) -> count). :func:`summarize` takes a cached
-    row only for a group of the very same row objects (a test run again, a resumed or remote
-    run: computed then)."""
+class ReportCache:
+    """What the report needs of each row, made while the run goes on (the judge thread), so the
+    end only puts it together: :meth:`add` each row as it is written. It keeps the row flattened
+    for results.parquet (``flat``, by ``id`` of the row: reports.runinfo.rows_frame), and
+    summarizes an (op, target) group once it has as many rows as the plan gives it
+    (``expected``: (op, target) -> count). :func:`summarize` takes a cached row only for a group
+    of the very same row objects (a test run again, a resumed run: computed then) and only
+    without a device column (a farm run groups by device too)."""
 
     def __init__(self, expected: dict[tuple, int]):
         self._expected = dict(expected)
         self._rows: dict[tuple, list[dict]] = {}
         self._done: dict[tuple, tuple[list[int], dict]] = {}
+        self.flat: dict[int, dict] = {}
 
     def add(self, row: dict) -> None:
+        from .runinfo import flat_row
+        self.flat[id(row)] = flat_row(row)
         key = (row.get("op"), row.get("target"))
         grp = self._rows.setdefault(key, [])
         grp.append(row)
-        if len(grp) == self._expected.get(key) and not any(g.get("device") for g in grp):
+        if len(grp) == self._expected.get(key):
             self._done[key] = ([id(g) for g in grp], group_summary(["op", "target"], key, grp))
 
     def get(self, keys: list[str], key: tuple, grp: list[dict]) -> dict | None:
@@ -165,10 +170,12 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def write_summaries(report_dir: str | Path, rows: list[dict] | None = None, cache: GroupCache | None = None):
+def write_summaries(report_dir: str | Path, rows: list[dict] | None = None, df=None):
+    """summary.csv and summary.md of ``rows`` (default: the folder's results.jsonl); ``df``: their
+    :func:`summarize` table when the caller has it already."""
     report_dir = Path(report_dir)
-    rows = read_rows(report_dir) if rows is None else rows
-    df = summarize(rows, cache)
+    if df is None:
+        df = summarize(read_rows(report_dir) if rows is None else rows)
     df.to_csv(report_dir / "summary.csv", index=False)
     (report_dir / "summary.md").write_text("# qconform summary\n\n" + to_markdown(df))
     return df

@@ -4,8 +4,10 @@
 #
 #   bash scripts/setup.sh          # the suite and its runtimes
 #   bash scripts/setup.sh --dev    # + what the project's own tests need: hypothesis, pytest-xdist,
-#                                  #   and Debian's openssh-server, adb and chromium (apt, as root
+#                                  #   and Debian's openssh-server, adb, chromium and gcc (apt, as root
 #                                  #   or through sudo; skipped with a note when neither is possible)
+# A C compiler (cc) lets the golden build its int8 dot product (reference/native.py); without
+# one the golden takes its NumPy path: the same outputs, FULLY_CONNECTED gemvs 1.4x slower.
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +40,7 @@ if [ "$DEV" = 1 ]; then
   command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
   command -v adb >/dev/null 2>&1 || need+=(adb)
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  command -v "${CC:-cc}" >/dev/null 2>&1 || need+=(gcc)
   if [ "${#need[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO="none"; fi
     if [ "$SUDO" = none ]; then
@@ -49,5 +52,6 @@ if [ "$DEV" = 1 ]; then
     fi
   fi
 fi
+command -v "${CC:-cc}" >/dev/null 2>&1 || echo "setup.sh: no C compiler (${CC:-cc}): the golden takes its NumPy path (same outputs, slower FULLY_CONNECTED gemvs); apt-get install gcc to add it" >&2
 .venv/bin/python -m suite targets >/dev/null
 echo "setup.sh: ready (.venv)"

@@ -38,25 +38,30 @@ def folder_of(option: str | None) -> Path | None:
     return None if val.strip().lower() == "off" else Path(val).expanduser()
 
 
-_VERSION: str | None = None
-
-
 def golden_files() -> list[Path]:
     """The files the golden is made of: ``reference/**/*.py``, its C file(s) and ``suite/dtypes.py``."""
     return sorted(p for p in (ROOT / "reference").rglob("*") if p.suffix in (".py", ".c")
                   and "__pycache__" not in p.parts) + [ROOT / "suite" / "dtypes.py"]
 
 
+_VERSIONS: dict[str, str] = {}   # name -> version, computed once per process
+
+
+def _files_version(name: str, head: str, files) -> str:
+    """SHA-256 (24 hex digits) of ``head`` and each file's path (from the project root) and bytes;
+    ``files()`` is called once per process, the result kept under ``name``."""
+    if name not in _VERSIONS:
+        h = hashlib.sha256(head.encode())
+        for p in files():
+            h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
+        _VERSIONS[name] = h.hexdigest()[:24]
+    return _VERSIONS[name]
+
+
 def version() -> str:
     """The golden's version: its source, NumPy's version and this format."""
-    global _VERSION
-    if _VERSION is None:
-        import numpy as np
-        h = hashlib.sha256(f"{FORMAT}\0numpy {np.__version__}\0".encode())
-        for p in golden_files():
-            h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
-        _VERSION = h.hexdigest()[:24]
-    return _VERSION
+    import numpy as np
+    return _files_version("golden", f"{FORMAT}\0numpy {np.__version__}\0", golden_files)
 
 
 def _nbytes(arrays) -> int:
@@ -95,13 +100,26 @@ class _Store:
     def __init__(self, path: Path, magic: bytes, limit: int, size):
         self.path, self._magic, self._limit, self._size = path, magic, limit, size
         self._old: dict | None = None
+        self._stat = None   # the file's (inode, size, mtime) when self._old was read
         self._new: dict = {}
         self._new_size = 0
         self.hits = 0
 
+    def _file_stat(self):
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    def _load(self) -> dict:
+        self._stat = self._file_stat()
+        self._old = _read(self.path, self._magic)
+        return self._old
+
     def _lookup(self, key):
         if self._old is None:
-            self._old = _read(self.path, self._magic)
+            self._load()
         hit = self._old.get(key)
         if hit is not None:
             self.hits += 1
@@ -116,12 +134,14 @@ class _Store:
     def save(self) -> Path | None:
         if not self._new:
             return None
-        old = _read(self.path, self._magic)
+        # the file as it is now: read again only if another process replaced it since
+        old = self._old if self._old is not None and self._file_stat() == self._stat else self._load()
         size_old = sum(self._size(v) for v in old.values())
         keep = {**old, **self._new} if size_old + self._new_size <= self._limit else dict(self._new)
         if not _write(self.path, self._magic, keep):
             return None
         self._old, self._new, self._new_size = keep, {}, 0
+        self._stat = self._file_stat()
         return self.path
 
 
@@ -161,10 +181,8 @@ MAX_ANALYSES = 200_000   # entries in the file, at most (50 B for an exact resul
 def analysis_version() -> str:
     """The cause analysis' version: the golden's (every scheme's golden is an input), the
     analysis and comparison code (``reports/causes.py``, ``suite/compare.py``)."""
-    h = hashlib.sha256(f"{ANALYSIS_MAGIC!r}\0{version()}\0".encode())
-    for rel in ("reports/causes.py", "suite/compare.py"):
-        h.update(rel.encode() + b"\0" + (ROOT / rel).read_bytes() + b"\0")
-    return h.hexdigest()[:24]
+    return _files_version("analysis", f"{ANALYSIS_MAGIC!r}\0{version()}\0",
+                          lambda: [ROOT / "reports" / "causes.py", ROOT / "suite" / "compare.py"])
 
 
 class AnalysisCache(_Store):
@@ -180,10 +198,11 @@ class AnalysisCache(_Store):
 
     @staticmethod
     def key(digest: str, scheme: str, errors) -> tuple[str, str, str]:
+        import numpy as np
         h = hashlib.sha256()
         for e in errors:
             h.update(f"{e.dtype.str}{e.shape}".encode() + b"\0")
-            h.update(e.tobytes() if e.flags.c_contiguous else e.copy().tobytes())
+            h.update(np.ascontiguousarray(e))   # (the bytes of e.tobytes(), without a copy when contiguous)
         return digest, scheme, h.hexdigest()
 
     def get(self, key):
@@ -198,22 +217,16 @@ class AnalysisCache(_Store):
 CASES_FORMAT = "qconform-case-set/1"
 CASES_MAGIC = CASES_FORMAT.encode() + b"\n"
 CASE_SETS_KEPT = 8   # case-set files kept in the folder (the most recently written)
-_CASES_VERSION: str | None = None
 
 
 def cases_version() -> str:
     """The case generator's version: every ``suite/**/*.py``, the spec tables and the golden's
     source (``reference/**/*.py`` and ``*.c``), NumPy's version (its random generators) and this format."""
-    global _CASES_VERSION
-    if _CASES_VERSION is None:
-        import numpy as np
-        h = hashlib.sha256(f"{CASES_FORMAT}\0numpy {np.__version__}\0".encode())
-        files = sorted(p for d in ("suite", "reference") for p in (ROOT / d).rglob("*")
-                       if p.is_file() and p.suffix in (".py", ".c", ".toml", ".json") and "__pycache__" not in p.parts)
-        for p in files:
-            h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
-        _CASES_VERSION = h.hexdigest()[:24]
-    return _CASES_VERSION
+    import numpy as np
+    return _files_version("cases", f"{CASES_FORMAT}\0numpy {np.__version__}\0",
+                          lambda: sorted(p for d in ("suite", "reference") for p in (ROOT / d).rglob("*")
+                                         if p.is_file() and p.suffix in (".py", ".c", ".toml", ".json")
+                                         and "__pycache__" not in p.parts))
 
 
 def cached_cases(folder: Path | None, ops: list[str] | None, cases_per_op: int, seed: int, generate):

@@ -472,17 +472,24 @@ class Isolator:
                 put(i, check_outcome(payload[2]))
                 i += 1
 
-    def run_parts(self, parts: Sequence, timing, on_outcome=None) -> list[list[Outcome]]:
+    def run_parts(self, parts: Sequence, timing, on_outcome=None, while_running=None) -> list[list[Outcome]]:
         """Several batches ``[(cases, alone), ...]`` of this target in one message (the first
         ``alone`` cases of a part each run on their own): the worker runs them back to back and
         replies per part, so it never waits for this process between them. ``on_outcome(k, i,
         outcome)`` once per case, as soon as the outcomes of part ``k`` exist. A crash or hang of
         a part with several cases cannot be attributed, so that part is run again one case at a
         time; the parts after it go to a fresh worker. A streaming (per-case) target gets one
-        "batch" message per part instead."""
+        "batch" message per part instead. ``while_running()`` is called once, as soon as the
+        worker has its message (the runner then sends the next targets their cases)."""
         gate, self._gate = self._gate, None
         given, parts = parts, [(list(cs), int(alone)) for cs, alone in parts]
         outs: list[list[Outcome]] = [[] for _ in parts]
+
+        def started() -> None:
+            nonlocal while_running
+            if while_running is not None:
+                fn, while_running = while_running, None
+                fn()
 
         def put(k: int, got: list[Outcome]) -> None:
             outs[k] = got
@@ -491,6 +498,7 @@ class Isolator:
                     on_outcome(k, i, o)
 
         if self.per_case:   # a streaming target: one message per part already, each outcome
+            started()
             for k, (cs, alone) in enumerate(parts):   # passed on as soon as it exists
                 cb = None if on_outcome is None else (lambda i, o, k=k: on_outcome(k, i, o))
                 outs[k] = self.run(cs, timing, on_outcome=cb, alone=alone)
@@ -499,6 +507,7 @@ class Isolator:
         while k < len(parts):
             w = self._worker()
             if isinstance(w, Outcome):   # no worker: the remaining parts get why
+                started()
                 for j in range(k, len(parts)):
                     put(j, [Outcome(w.status, reason=w.reason, info=dict(w.info)) for _ in parts[j][0]])
                 return outs
@@ -511,6 +520,7 @@ class Isolator:
             else:   # (a gated message the worker holds is dropped by this one)
                 sent = w.send(("parts", [parts[j] for j in todo], timing))
             gate = None
+            started()
             t_last = time.perf_counter()
             for j in todo:
                 cs, alone = parts[j]
@@ -538,6 +548,7 @@ class Isolator:
                 t_last = time.perf_counter()
                 self.stats["busy_s"] += _seconds(payload[2])
                 put(j, check_outcomes(payload[1], n))
+        started()
         return outs
 
     def submit(self, parts: Sequence, timing) -> bool:

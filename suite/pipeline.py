@@ -38,6 +38,7 @@ from typing import Any
 LOOKAHEAD = 2048          # verdicts judged and not yet asked for, at most
 WINDOW_CASES = 256        # a window's ops hold about this many cases per target
 _STOP = object()
+_FAILED = object()   # judge queue: (_FAILED, [(target, case id)], exception) of a hand-over that raised
 
 
 def _preload() -> None:
@@ -171,23 +172,28 @@ class Pipeline:
                 for n, (target, parts) in enumerate(jobs):   # one target at a time, in plan order
                     if self.stopping:
                         return
-                    if n == len(jobs) - 1:
-                        ahead, i = self._next(i, block=False)
-                    # the other targets' workers idle meanwhile: they get their cases now (not
-                    # this target's own worker: it reads nothing until its batch is done)
-                    for later in jobs[n + 1:] + (ahead or []):
-                        if later[0] != target and not any(later is x for x in submitted):
-                            submitted.append(later)
-                            try:
-                                self.run.submit(*later)
-                            except Exception:   # only a head start: the parts go on their turn
-                                pass
+
+                    def ahead_of_turn(n=n, target=target) -> None:
+                        """Once this target has its cases: the next hand-over is taken (with the
+                        last target of this one), and the other targets' idle workers get their
+                        cases (not this target's own worker: it reads nothing until its batch is
+                        done). A worker not ready yet is tried again at the next turn."""
+                        nonlocal ahead, i
+                        if n == len(jobs) - 1:
+                            ahead, i = self._next(i, block=False)
+                        for later in jobs[n + 1:] + (ahead or []):
+                            if later[0] != target and not any(later is x for x in submitted):
+                                try:
+                                    if self.run.submit(*later):
+                                        submitted.append(later)
+                                except Exception:   # only a head start: the parts go on their turn
+                                    pass
                     submitted = [x for x in submitted if x is not jobs[n]]
                     try:
                         self.run.execute_parts(target, parts, on_outcome=lambda k, j, o, t=target, p=parts:
-                                               self.judge_q.put((p[k][0][j], t, o)))
+                                               self.judge_q.put((p[k][0][j], t, o)), while_running=ahead_of_turn)
                     except Exception as e:   # a harness bug: the verdict of the cases not yet judged
-                        self.judge_q.put(("fail", [(target, c.id) for cases, _ in parts for c in cases], e))
+                        self.judge_q.put((_FAILED, [(target, c.id) for cases, _ in parts for c in cases], e))
         finally:
             with self.cv:
                 self.runner_done = True
@@ -200,7 +206,7 @@ class Pipeline:
                 return
             if self.stopping:
                 continue   # an interrupted run: outcomes of cases nobody will report are dropped
-            if item[0] == "fail":   # the runner's batch raised: its cases without an outcome
+            if item[0] is _FAILED:   # the runner's batch raised: its cases without an outcome
                 _, keys, error = item   # get the error as their verdict (raised in their tests)
                 with self.cv:
                     for key in keys:

@@ -235,6 +235,8 @@ def _configure(config):
         dev_targets = device_targets(chosen, device_for_process(devices, workerinput), devices,
                                      rc.target_options)
     run = Run(rc, targets=dev_targets)
+    if resume is not None or _distributed(o):   # the report reads results.jsonl
+        run.kept_rows = None                                     # (rows of earlier sessions, of workers)
     preloaded = None
     if rc.case_files:   # read (and check) case files now: a bad one is one usage error, no traceback
         from .runner import load_case_files
@@ -254,7 +256,7 @@ def _configure(config):
         state["resume_need"] = (len(devices) if o.device and o.device_dist == "each" else 1)
     # the targets' workers start now, while the cases are generated and collected; not when no
     # test will run, nor in an xdist controller (its workers run the tests, each its own Run)
-    if not _runs_no_tests(config.option) and getattr(config.option, "dist", "no") == "no":
+    if not _runs_no_tests(config.option) and not _distributed(config.option):
         run.prestart()
     if workerinput is None:
         if resume is None:
@@ -268,7 +270,7 @@ def _configure(config):
                                                       state["worker_stats"]), "qconform-xdist")
     # the default run (only the suite's tests, nothing selecting): the case set now, and the
     # targets start on the guessed plan while pytest starts its session and collects
-    if preloaded is None and _collects_only_the_suite(config) and run.pipelines() and _plan_is_foreseeable(config):
+    if preloaded is None and _collects_only_the_suite(config) and _guessable(config):
         try:
             _load_cases(config)
         except Exception:   # raised again where it is reported: in the suite's collection
@@ -366,11 +368,16 @@ def _load_cases(config):
     return st["cases"]
 
 
+def _guessable(config) -> bool:
+    """The run pipelines, and nothing will select or reorder its tests (:func:`_plan_is_foreseeable`)."""
+    return _state(config)["run"].pipelines() and _plan_is_foreseeable(config)
+
+
 def _start_guessed(config) -> None:
     """The targets start on the plan collection will most likely give (Run.start_pipeline)."""
     st = _state(config)
     run = st["run"]
-    if run.pipelines() and not run.guessing and run._pipeline is None and _plan_is_foreseeable(config):
+    if not run.guessing and run._pipeline is None and _guessable(config):
         run.plan(_test_order(st["cases"], run.config.targets))
         run.start_pipeline(guess=True)
 
@@ -398,7 +405,7 @@ def _plan_is_foreseeable(config) -> bool:
     guess is corrected at the end of collection (Run.settle_plan)."""
     o = config.option
     st = _state(config)
-    if (_runs_no_tests(o) or getattr(o, "dist", "no") != "no" or hasattr(config, "workerinput")
+    if (_runs_no_tests(o) or _distributed(o) or hasattr(config, "workerinput")
             or st.get("resume")):
         return False
     if (getattr(o, "keyword", "") or getattr(o, "markexpr", "") or getattr(o, "deselect", None)
@@ -468,6 +475,11 @@ def pytest_collection_finish(session):
     run.plan(pairs)
     if not idle:
         run.start_pipeline()
+
+
+def _distributed(o) -> bool:
+    """pytest-xdist spreads this run's tests over worker processes (-n / --dist)."""
+    return getattr(o, "dist", "no") != "no"
 
 
 def _runs_no_tests(o) -> bool:
@@ -572,7 +584,7 @@ def _current_rows(run, st, config):
     """This run's rows: those this process wrote (kept as it wrote them), or from results.jsonl
     when other processes wrote some (xdist workers, earlier sessions of a --resume)."""
     from reports.results import last_of_each, read_rows
-    if run.kept_rows is not None and st.get("resume") is None and getattr(config.option, "dist", "no") == "no":
+    if run.kept_rows is not None:
         return last_of_each(run.kept_rows)
     return [r for r in read_rows(run.report_dir) if r.get("run_id") == run.run_id]
 
@@ -647,16 +659,19 @@ def _finish(session, exitstatus, st, run):
             session.exitstatus = exitstatus = 0
     from reports.runinfo import finish_run   # run.json, results.parquet, index.html, certificate
     t0 = time.perf_counter()
-    summary = {}
-
-    def summaries():   # written while index.html is built (reports/runinfo.py finish_run)
-        from reports.summary import write_summaries
-        summary["doc"] = write_summaries(run.report_dir, rows, run.summary_cache)
+    summary, problem = None, None
+    try:
+        if rows:   # the table once, for summary.csv/md, index.html and the terminal
+            from reports.summary import summarize
+            summary = summarize(rows, run.report_cache)
+    except Exception as e:   # the other artefacts are still written; the terminal summary says why
+        problem = f"summary: {type(e).__name__}: {e}"
     try:
         st["artefacts"] = finish_run(run, rows, st["skipped"], int(exitstatus), st.get("started"),
-                                     getattr(session.config.option, "numprocesses", None),
-                                     alongside=summaries if rows else None)
-        st["summary"] = summary.get("doc")
+                                     getattr(session.config.option, "numprocesses", None), summary=summary)
+        if problem:
+            st["artefacts"]["errors"].append(problem)
+        st["summary"] = summary
     finally:
         run.stats["report_s"] += time.perf_counter() - t0
 

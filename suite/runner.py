@@ -11,6 +11,7 @@ amortize model and session building while each case keeps its own verdict.
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import json
 import os
 import shlex
@@ -32,6 +33,33 @@ DEFAULT_REPORT_DIR = "reports/latest"
 DEFAULT_BATCH = 64
 GOLDEN_CACHE_BYTES = 256 << 20   # goldens kept per worker (all schemes), least recently used go first
 STACKS_BYTES = 64 << 20          # other-scheme goldens kept stacked for the cause analysis (recent cases)
+
+
+class _BytesLRU:
+    """Values kept by key up to ``limit`` bytes (``size(value)``), the least recently used going first."""
+
+    def __init__(self, limit: int, size):
+        self._d: OrderedDict = OrderedDict()
+        self._limit, self._size, self._bytes = limit, size, 0
+
+    def get(self, key):
+        hit = self._d.get(key)
+        if hit is not None:
+            self._d.move_to_end(key)
+        return hit
+
+    def put(self, key, value) -> None:
+        self._d[key] = value
+        self._bytes += self._size(value)
+        while self._bytes > self._limit and len(self._d) > 1:
+            _, old = self._d.popitem(last=False)
+            self._bytes -= self._size(old)
+
+
+def _drop(row: dict) -> None:
+    """A row not kept (its pair left the plan): its failure file goes too."""
+    if row.get("failure_file"):
+        Path(row["failure_file"]).unlink(missing_ok=True)
 
 
 @dataclass
@@ -106,8 +134,7 @@ class Run:
             if name not in self.targets:
                 self.targets[name] = get_target(name, **config.target_options.get(name, {}))
         self._versions: dict[str, dict[str, str]] = {}
-        self._golden: OrderedDict[tuple[str, str], list[np.ndarray]] = OrderedDict()
-        self._golden_bytes = 0
+        self._golden = _BytesLRU(GOLDEN_CACHE_BYTES, lambda outs: sum(np.asarray(a).nbytes for a in outs))
         self._digests: dict[int, tuple[Case, str]] = {}   # id(case) -> (case, digest): computed once
         from reports.waivers import load_waivers
         self.waivers = load_waivers(config.waivers)
@@ -130,8 +157,7 @@ class Run:
             self._disk = GoldenCache(Path(config.golden_cache))
             self._analyses = AnalysisCache(Path(config.golden_cache))
         self._plan: list[tuple[Case, str]] = []
-        self._stacks: OrderedDict = OrderedDict()   # (digest, schemes) -> reports.causes.scheme_stack
-        self._stacks_bytes = 0
+        self._stacks = _BytesLRU(STACKS_BYTES, lambda st: st[1].nbytes)   # (digest, schemes) -> scheme_stack
         self._pipeline = None   # suite.pipeline.Pipeline while the planned batches run ahead of the tests
         self._hold: list | None = None   # rows judged while the plan is a guess (start_pipeline)
         self._wanted: set | None = None   # after a wrong guess: the (target, case id)s of the plan
@@ -139,10 +165,9 @@ class Run:
         # the rows this process wrote, parsed back (judge thread) for the report at the end, so it
         # need not read results.jsonl again (suite/plugin.py; not for --resume or xdist)
         self.kept_rows: list | None = [] if config.worker is None else None
-        # summary rows of the (op, target) groups whose rows are all written, made by the judge
-        # as the run goes (reports.summary.GroupCache; pipelined runs), not after the last test
-        self.summary_cache = None
-        self.flat_rows: dict[int, dict] = {}   # id(kept row) -> reports.runinfo.flat_row, for results.parquet
+        # what the report needs of each kept row (its summary groups, its parquet row), made by the
+        # judge as the run goes (reports.summary.ReportCache; pipelined runs), not after the last test
+        self.report_cache = None
 
     # ---- set-up
     def versions(self, target: str) -> dict[str, str]:
@@ -210,20 +235,20 @@ class Run:
             if not same:
                 self._wanted = {(t, c.id) for c, t in pairs}
                 self._plan = pairs
-                if self.summary_cache is not None:
+                if self.report_cache is not None:
                     self._expect_groups(pairs)
                 self._pipeline.replan(pairs, self._wanted)
                 for r in held:
-                    if (r["target"], r["case_id"]) not in self._wanted and r.get("failure_file"):
-                        Path(r["failure_file"]).unlink(missing_ok=True)
+                    if (r["target"], r["case_id"]) not in self._wanted:
+                        _drop(r)
                 held = [r for r in held if (r["target"], r["case_id"]) in self._wanted]
             for row in held:   # under the lock: before any row the judge writes from now on
                 self._append(row)
         return same
 
     def _expect_groups(self, pairs) -> None:
-        from reports.summary import GroupCache
-        self.summary_cache = GroupCache(Counter((c.op, t) for c, t in pairs))
+        from reports.summary import ReportCache
+        self.report_cache = ReportCache(Counter((c.op, t) for c, t in pairs))
 
     def wanted(self, target: str, case_id: str) -> bool:
         """Whether the pair is in the plan (always, but after a guess that was wrong)."""
@@ -235,8 +260,7 @@ class Run:
                 self._hold.append(row)
                 return
             if not self.wanted(row["target"], row["case_id"]):
-                if row.get("failure_file"):
-                    Path(row["failure_file"]).unlink(missing_ok=True)
+                _drop(row)
                 return
         self._append(row)
 
@@ -245,14 +269,11 @@ class Run:
         if self.kept_rows is not None:   # as a reader of the file will see it (JSON types)
             kept = json.loads(line)
             self.kept_rows.append(kept)
-            if self.summary_cache is not None:   # (pipelined: the judge thread, while targets run)
+            if self.report_cache is not None:   # (pipelined: the judge thread, while targets run)
                 try:
-                    from reports.runinfo import flat_row
-                    self.summary_cache.add(kept)
-                    self.flat_rows[id(kept)] = flat_row(kept)
+                    self.report_cache.add(kept)
                 except Exception:   # only a head start for the report: it is all made at the end
-                    self.summary_cache = None
-                    self.flat_rows = {}
+                    self.report_cache = None
 
     @property
     def writer(self):
@@ -283,7 +304,6 @@ class Run:
         key = (self.digest(case), name)
         hit = self._golden.get(key)
         if hit is not None:
-            self._golden.move_to_end(key)
             return hit
         t0 = time.perf_counter()
         hit = self._disk.get(key[0], name) if self._disk is not None else None
@@ -292,11 +312,7 @@ class Run:
             if self._disk is not None:
                 self._disk.put(key[0], name, hit)
         self.stats["golden_s"] += time.perf_counter() - t0
-        self._golden[key] = hit
-        self._golden_bytes += sum(np.asarray(a).nbytes for a in hit)
-        while self._golden_bytes > GOLDEN_CACHE_BYTES and len(self._golden) > 1:
-            _, old = self._golden.popitem(last=False)
-            self._golden_bytes -= sum(np.asarray(a).nbytes for a in old)
+        self._golden.put(key, hit)
         return hit
 
     # ---- execution
@@ -307,13 +323,14 @@ class Run:
         only time the batch, so these give the op's own per-case latency. They go with the rest
         of the batch in one hand-over (one message to an isolated target's worker)."""
         pend = self._pending[(target, op)]
-        batch = ([first] if first is not None else []) + [
-            c for cid, c in pend.items()
-            if (first is None or cid != first.id) and (target, cid) not in self._verdicts]
         singles = self._singles.get((target, op), 0)
-        alone = min(len(batch), max(0, self.config.latency_cases - singles))
+        room = max(0, self.config.latency_cases - singles)   # latency singles still to run
+        head = [first] if first is not None else []
+        rest = (c for cid, c in pend.items()
+                if (first is None or cid != first.id) and (target, cid) not in self._verdicts)
+        batch = head + list(itertools.islice(rest, room + max(1, self.config.batch_size) - len(head)))
+        alone = min(len(batch), room)
         self._singles[(target, op)] = singles + alone
-        batch = batch[: alone + max(1, self.config.batch_size)]
         for c in batch:
             pend.pop(c.id, None)
         return batch, alone
@@ -334,7 +351,8 @@ class Run:
         except Exception as e:
             return e
 
-    def execute_parts(self, target: str, parts: list[tuple[list[Case], int]], on_outcome=None):
+    def execute_parts(self, target: str, parts: list[tuple[list[Case], int]], on_outcome=None,
+                      while_running=None):
         """Run batches ``[(cases, alone), ...]`` of one target, handed over at once; the first
         ``alone`` cases of a batch each run on their own (``run([case])``), the rest together, and
         a batch that fails as a whole is run one case at a time. ``on_outcome(k, i, outcome)``
@@ -343,22 +361,31 @@ class Run:
         Isolated targets run in a worker process, all batches in one message, back to back
         (suite/isolation.py ``run_parts``): a crash or hang is the ``crash`` / ``timeout``
         verdict of the case in flight. Anything but one Outcome per case is an ``error``
-        (suite.isolation.check_outcomes)."""
+        (suite.isolation.check_outcomes). ``while_running()``: called once the target has its
+        cases (Isolator.run_parts), e.g. to send the next targets theirs.
+
+        Neither ``on_outcome`` nor ``while_running`` counts as the target's time."""
         from targets.base import run_in_parts
         from .isolation import check_outcomes
         t0 = time.perf_counter()
-        judging = [0.0]
+        aside = [0.0]
+
+        def timed(fn, *args) -> None:
+            t1 = time.perf_counter()
+            fn(*args)
+            aside[0] += time.perf_counter() - t1
 
         def emit(k: int, i: int, o) -> None:
             if on_outcome is not None:
-                t1 = time.perf_counter()
-                on_outcome(k, i, o)
-                judging[0] += time.perf_counter() - t1
+                timed(on_outcome, k, i, o)
+        started = None if while_running is None else (lambda: timed(while_running))
         iso = self._isolator(target)
         if iso is not None:   # outcomes checked and passed on by the isolator, each once
             own0 = iso.stats["busy_s"] + iso.stats["worker_start_s"]
-            outs = iso.run_parts(parts, self.timing, on_outcome=emit)
+            outs = iso.run_parts(parts, self.timing, on_outcome=emit, while_running=started)
         else:   # in this process: each part's outcomes go on before the next part runs
+            if started is not None:
+                started()
             outs = []
             for k, (cs, alone) in enumerate(parts):
                 outs.append(check_outcomes(run_in_parts(self.targets[target], cs, self.timing, alone), len(cs)))
@@ -369,7 +396,7 @@ class Run:
                 inv = o.info.get("invoke_s")
                 inv = float(inv) if isinstance(inv, (int, float)) else sum(o.latency_us or ()) / 1e6
                 self.stats[f"invoke_s:{target}"] += inv
-        waited = time.perf_counter() - t0 - judging[0]
+        waited = time.perf_counter() - t0 - aside[0]
         self.stats["target_wait_s"] += waited   # what the runner waited, messages and GIL waits included
         if iso is not None:   # the worker's own time (and its start-up), not the messages or our waits
             spent = iso.stats["busy_s"] + iso.stats["worker_start_s"] - own0
@@ -474,17 +501,14 @@ class Run:
         return out
 
     def _scheme_stack(self, case: Case, names: list[str]):
-        """reports.causes.scheme_stack of ``case``, kept for its other targets (the most recent,
-        up to STACKS_BYTES: a case's targets are judged close together, within its op)."""
+        """reports.causes.scheme_stack of ``case``, kept for its other targets (the most recently
+        used, up to STACKS_BYTES: a case's targets are judged close together, within its op)."""
         from reports.causes import scheme_stack
         key = (self.digest(case), tuple(names))
         hit = self._stacks.get(key)
         if hit is None:
-            hit = self._stacks[key] = scheme_stack(case, lambda s: self.golden(case, s), names)
-            self._stacks_bytes += hit[1].nbytes
-            while self._stacks_bytes > STACKS_BYTES and len(self._stacks) > 1:
-                _, old = self._stacks.popitem(last=False)
-                self._stacks_bytes -= old[1].nbytes
+            hit = scheme_stack(case, lambda s: self.golden(case, s), names)
+            self._stacks.put(key, hit)
         return hit
 
     def repro_command(self, case: Case, target: str, failure_file: Path | None = None) -> str:

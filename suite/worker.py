@@ -191,8 +191,9 @@ def main() -> int:
             break
         if msg[0] == "go":
             msg, gated = gated, None
-            if msg is None:
-                continue
+            if msg is None:   # a protocol error: end, so that the parent sees it at once (not a timeout)
+                print("qconform worker: 'go' with no cases waiting", file=sys.stderr)
+                return 3
         else:
             gated = None
             if msg[0] == "parts" and len(msg) > 3 and msg[3]:

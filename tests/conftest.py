@@ -17,9 +17,9 @@ if "QCONFORM_CACHE_DIR" not in os.environ:
     import tempfile
     os.environ["QCONFORM_CACHE_DIR"] = tempfile.mkdtemp(prefix="qconform-test-cache-")
 # Nor its build of the golden's C dot product (~/.cache/qconform/native).
-if "QCONFORM_NATIVE_DIR" not in os.environ:   # (one folder for every test session: built once)
+if "QCONFORM_NATIVE_DIR" not in os.environ:
     import tempfile
-    os.environ["QCONFORM_NATIVE_DIR"] = os.path.join(tempfile.gettempdir(), f"qconform-test-native-{os.getuid()}")
+    os.environ["QCONFORM_NATIVE_DIR"] = tempfile.mkdtemp(prefix="qconform-test-native-")
 # Nor its golden cache (~/.cache/qconform/golden): the suite runs the tests start compute
 # their goldens afresh (a test that wants the cache gives --golden-cache itself).
 os.environ.setdefault("QCONFORM_GOLDEN_CACHE", "off")

@@ -124,6 +124,7 @@ class Faulty(Target):
     def __init__(self, **options):
         super().__init__(**options)
         self.plan = plan()
+        time.sleep(float(os.environ.get("QCONFORM_FAULT_INIT_DELAY", "0")))   # a runtime slow to start
 
     def run_one(self, case, timing: Timing) -> Outcome:
         time.sleep(float(os.environ.get("QCONFORM_FAULT_DELAY", "0")))   # a slow kernel (resume tests)
@@ -146,6 +147,12 @@ class BatchedFaulty(Faulty):
 
     def run(self, cases, timing):
         return [self.safe_run_one(c, timing) for c in cases]
+
+
+class OtherBatchedFaulty(BatchedFaulty):
+    """A second batching target (two whole-batch workers in one run)."""
+
+    name = "batched-faulty-2"
 
 
 class InProcessFaulty(Faulty):

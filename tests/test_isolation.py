@@ -206,7 +206,7 @@ def _parts(cases, size):
 def test_parts_in_one_message_a_crash_in_one_part_is_that_case_and_the_rest_go_to_a_fresh_worker(monkeypatch):
     cases = generate(["ADD"], 12, 0)[:12]
     monkeypatch.setenv("QCONFORM_FAULTS", json.dumps({cases[5].id: "segv", cases[9].id: "hang"}))
-    iso = Isolator(BatchedFaulty(), timeout=2.0)
+    iso = Isolator(BatchedFaulty(), timeout=1.0)   # (tiny ADD cases: a hung part of 4 costs 4 s)
     seen = []
     try:
         outs = iso.run_parts(_parts(cases, 4), Timing(), on_outcome=lambda k, i, o: seen.append((k, i)))

@@ -4,6 +4,7 @@ that fails its check) the golden takes the NumPy path and says why."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -13,19 +14,20 @@ import pytest
 from reference import golden, native
 from reference.ops import conv as C
 from reference.schemes import SCHEMES
-from suite.generate import get_generator, make_case
-
 from suite.case import Case
+from suite.generate import get_generator, make_case
 
 from .test_golden_conv import act, out, weights, wrap_case
 
-needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on this machine")
+_CC = (os.environ.get("CC") or "cc").split()[0]
+needs_cc = pytest.mark.skipif(shutil.which(_CC) is None, reason=f"no C compiler ({_CC}) on this machine")
 
 
 @pytest.fixture
 def fresh_native(monkeypatch, tmp_path):
     """native with nothing loaded and its own build folder; reset again afterwards."""
     monkeypatch.setenv(native.ENV_DIR, str(tmp_path / "native"))
+    monkeypatch.delenv(native.ENV_SWITCH, raising=False)   # (a user's QCONFORM_NATIVE=off)
     native._reset()
     yield monkeypatch
     native._reset()

@@ -76,27 +76,15 @@ def _float_type(k: int, amax: int, bmax: int):
     return None
 
 
-_INT_RANGES: dict = {}
-
-
-def _int_range(dt) -> tuple[int, int]:
-    """(min, max) of an integer dtype, as Python ints (memoized: np.iinfo costs a microsecond)."""
-    r = _INT_RANGES.get(dt)
-    if r is None:
-        info = np.iinfo(dt)
-        r = _INT_RANGES[dt] = (int(info.min), int(info.max))
-    return r
-
-
 def _absmax(a: np.ndarray) -> int:
     """The largest |value| an integer array's dtype holds (int8: 128, uint8: 255, uint16: 65535)."""
-    lo, hi = _int_range(np.asarray(a).dtype)
+    lo, hi = arith.int_range(np.asarray(a).dtype)
     return max(-lo, hi)
 
 
 def _span(a: np.ndarray) -> int:
     """The largest |q - z| for codes of the array's dtype (int8 / uint8: 255)."""
-    lo, hi = _int_range(np.asarray(a).dtype)
+    lo, hi = arith.int_range(np.asarray(a).dtype)
     return hi - lo
 
 
@@ -112,7 +100,7 @@ def _wrap(acc: np.ndarray, scheme, bound: int | None = None) -> np.ndarray:
 
 def _dev(x: np.ndarray, z: int) -> int:
     """Largest |q - z| for codes of the array's dtype."""
-    lo, hi = _int_range(x.dtype)
+    lo, hi = arith.int_range(x.dtype)
     return max(hi - z, z - lo)
 
 
@@ -300,12 +288,11 @@ def transpose_conv_acc(x: np.ndarray, z_in: int, w: np.ndarray, stride, pads, ou
 
 def _fc_sums(x2: np.ndarray, z_in: int, w: np.ndarray, z_w: int = 0) -> tuple[np.ndarray, float]:
     """(sums, bound): sum_k (w[o, k] - z_w) * (x[b, k] - z_in) for every (b, o), [B, O], exact,
-    and a bound on their magnitude. The sums are a float array (float32 or float64) whose every
-    value is an exact integer, or int64 when no float type is exact; :func:`fc_acc` is the same
-    as int64.
+    and a bound on their magnitude. The sums are int64, or a float array (float32 or float64)
+    whose every value is an exact integer; :func:`fc_acc` is the same as int64.
 
     Up to ``_FC_NATIVE_MAX`` rows of 8-bit codes with int8 weights: the C int8 dot product
-    (reference/native.py), exact int64 sums returned as float64 with bound max |sum|.
+    (reference/native.py), exact int64 sums with bound max |sum|.
 
     Otherwise BLAS on d = x - z_in: every partial sum of w * d is an integer no larger than
     max|w| * sum_k |d[b, k]|, so float32 is exact while that is <= 2^24, float64 while <= 2^53
@@ -327,7 +314,7 @@ def _fc_sums(x2: np.ndarray, z_in: int, w: np.ndarray, z_w: int = 0) -> tuple[np
         if r is not None:                          # exact int64 sums; else the NumPy path below
             if z_w:
                 r -= int(z_w) * d16.sum(axis=1, dtype=np.int64)[:, None]
-            return r.astype(np.float64), int(np.abs(r).max(initial=0))
+            return r, int(np.abs(r).max(initial=0))
     wmax = _absmax(w)
     if x2.dtype.kind in "iu" and x2.dtype.itemsize <= 2 and abs(int(z_in)) <= 2 ** 23:
         d = x2.astype(np.float32)
@@ -337,14 +324,13 @@ def _fc_sums(x2: np.ndarray, z_in: int, w: np.ndarray, z_w: int = 0) -> tuple[np
         if dmax * wmax > _F32_EXACT:
             a = np.abs(d)
             dt = np.float32 if dmax <= _F32_EXACT else np.float64
-            dmax = float(a.sum(dtype=dt) if b == 1 else a.sum(axis=1, dtype=dt).max(initial=0.0))
+            dmax = float(a.sum(axis=1, dtype=dt).max(initial=0.0))
     else:
         d = x2.astype(np.int64)
         d -= z_in
         dmax = int(np.abs(d).sum(axis=1).max(initial=0))
-    bound = wmax * dmax
-    ft = np.float32 if bound <= _F32_EXACT else np.float64 if bound <= _F64_EXACT else None
-    zbound = bound + abs(int(z_w)) * dmax              # with the weight zero point taken off
+    ft = _float_type(1, wmax, dmax)               # partial sums <= wmax * dmax
+    zbound = (wmax + abs(int(z_w))) * dmax              # with the weight zero point taken off
     if ft is None:
         acc = d.astype(np.int64) @ w.astype(np.int64).T
         if z_w:
@@ -610,7 +596,7 @@ _HALF_DOWN = 0.49999999999999994     # the largest double below 0.5
 
 def _fc_round_double(sums: np.ndarray, bias, real, z_out: int, lo: int, hi: int, storage) -> np.ndarray:
     """LiteRT's reference FULLY_CONNECTED requantization (:func:`_requantize_double_round`) in
-    float64 straight from the exact float sums, in a few in-place passes. The caller has proven
+    float64 straight from the exact sums (int64 or integer-valued floats), in a few in-place passes. The caller has proven
     |sums + bias| <= INT32_MAX (no int32 wrap) and |acc * real| < 2^31 - 1 for every value (so
     none takes the out-of-range INT32_MIN branch: |v| <= fl(max|acc| * max|real|), rounding is
     monotone). Then:
@@ -662,30 +648,26 @@ def fully_connected(case, scheme):
     out = case.outputs[0]
     lo, hi = act_range(case, out)
     s_in, s_out, z_out = scale(x_t), scale(out), zp(out)
-    s_w = _weight_scales(w_t, o) if w_t.per_axis else None
-    fast = _is_litert_ref(scheme) and (bias is None or (bias.dtype.kind in "iu" and bias.dtype.itemsize <= 4))
-    if fast:
-        if s_w is None:       # per-tensor: the same double expression as the per-channel array's
+    sums, bound = _fc_sums(x2, zp(x_t), w, z_w)
+    if bias is not None and bias.size:
+        bound += max(int(bias.max()), -int(bias.min()))     # >= every |sums + bias|
+    litert = _is_litert_ref(scheme)
+    if litert:   # per channel; per tensor the same double expression as one scalar
+        if w_t.per_axis:
+            real = np.float64(s_in) * _weight_scales(w_t, o) / np.float64(s_out)
+            rmax = float(np.abs(real).max(initial=0.0))
+        else:
             real = s_in * scale(w_t) / s_out
             rmax = abs(real)
-        else:
-            real = np.float64(s_in) * s_w / np.float64(s_out)
-            rmax = float(np.abs(real).max(initial=0.0))
-        bmax = 0 if bias is None or not bias.size else max(int(bias.max()), -int(bias.min()))
-    sums, bound = _fc_sums(x2, zp(x_t), w, z_w)
-    if fast and sums.dtype.kind == "f":
-        amax = bound + bmax                        # >= every |sums + bias|
-        if amax <= arith.INT32_MAX and amax * rmax < arith.INT32_MAX:     # False for inf / nan too
+        if ((bias is None or bias.dtype.kind in "iu") and bound <= arith.INT32_MAX
+                and bound * rmax < arith.INT32_MAX):   # False for inf / nan
             return [_fc_round_double(sums, bias, real, z_out, lo, hi, DTYPES[out.dtype].storage)]
-    acc = sums.astype(np.int64) if sums.dtype.kind == "f" else sums
-    bias = np.zeros(o, np.int64) if bias is None else bias.astype(np.int64)
-    acc += bias
-    bound = None if z_w else _acc_bound(k, x2, zp(x_t), w, bias)
-    if s_w is None:
-        s_w = _weight_scales(w_t, o)
-    if _is_litert_ref(scheme):
-        real = np.float64(s_in) * s_w / np.float64(s_out)
+    acc = sums.astype(np.int64)
+    if bias is not None:
+        acc += bias.astype(np.int64)
+    if litert:
         return [_requantize_double_round(_wrap(acc, scheme, bound), real, z_out, lo, hi)]
+    s_w = _weight_scales(w_t, o)
     if w_t.per_axis or not scheme.is_fixed:
         real = _channel_multiplier(scheme, s_in, s_w, s_out)
     else:

@@ -46,6 +46,8 @@ def register(sub) -> None:
     p.add_argument("--targets", default="tflite,tflite-ref,ort,htp", metavar="NAME[,NAME]",
                    help="throughput/suite targets (default tflite,tflite-ref,ort,htp)")
     p.add_argument("--batch-size", type=int, default=64, metavar="N", help="batching on: cases per run() (64)")
+    p.add_argument("--warm-runs", type=int, default=3, metavar="N",
+                   help="suite: runs with warm caches after the cold one (default 3)")
     p.add_argument("--workers", default="0", metavar="N[,N]",
                    help="suite: pytest-xdist worker counts to run (default 0; e.g. 0,2)")
     p.add_argument("--suite-unbatched", action="store_true",
@@ -79,8 +81,9 @@ def main(args) -> int:
     from benchmarks import golden, suite_run, throughput
     parts = [k for k in ("golden", "throughput", "suite") if getattr(args, k)] or ["golden", "throughput", "suite"]
     ops = [x.strip() for x in args.ops.split(",") if x.strip()] if args.ops else None
-    if args.golden_scale < 1 or args.repeats < 1 or args.cases_per_op < 1 or args.batch_size < 1:
-        raise QconformError("--golden-scale, --repeats, --cases-per-op and --batch-size must be >= 1",
+    if (args.golden_scale < 1 or args.repeats < 1 or args.cases_per_op < 1 or args.batch_size < 1
+            or args.warm_runs < 1):
+        raise QconformError("--golden-scale, --repeats, --cases-per-op, --batch-size and --warm-runs must be >= 1",
                             field="bench")
     workers = _ints(args.workers, "--workers")
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
@@ -123,9 +126,10 @@ def main(args) -> int:
         cpo = args.cases_per_op if args.cases_per_op != 30 else None
         for n in workers:
             with tempfile.TemporaryDirectory(prefix="qconform-bench-cache-") as cache:
-                # cold: fresh QNN context, golden, case-set and analysis caches; warm: three runs on
-                # them (a nightly on the same machine), as the figures of one run vary by 10-20%
-                for label in ("cold caches", "warm caches, 1/3", "warm caches, 2/3", "warm caches, 3/3"):
+                # cold: fresh QNN context, golden, case-set and analysis caches; warm: --warm-runs runs
+                # on them (a nightly on the same machine), as the figures of one run vary by 10-20%
+                w = args.warm_runs
+                for label in ["cold caches"] + [f"warm caches, {i}/{w}" for i in range(1, w + 1)]:
                     r = suite_run.run_suite(f"batched, {label}", ",".join(targets), n, cpo, ops, cache)
                     print(f"  {r.label:<28} -n {n}: {r.wall_s:.1f} s, harness {r.harness_pct}%", flush=True)
                     rows.append(r)
