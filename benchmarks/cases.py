@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from suite.case import Case, Tensor
+from suite.core.case import Case, Tensor
 
 
 def _f32(x: float) -> float:
@@ -160,7 +160,7 @@ def bench_cases(ops: list[str] | None = None, scale: int = 1, seed: int = 0) -> 
     out = []
     for op in ops or OPS:
         if op not in BUILDERS:
-            from suite.errors import QconformError
+            from suite.core.errors import QconformError
             raise QconformError(f"no benchmark case for {op} (known: {', '.join(OPS)})", field="--ops")
         rng = np.random.default_rng([seed, OPS.index(op)])
         out.append(BUILDERS[op](rng, scale))

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .timing import interleaved, median, single_threaded_blas
+from benchmarks.timing import interleaved, median, single_threaded_blas
 
 
 @dataclass
@@ -37,7 +37,7 @@ class GoldenRow:
 def tflite_ref_invoker(case):
     """(invoke, fetch) for ``case`` on LiteRT's reference kernels, model built and inputs set."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
-    from suite.dtypes import DTYPES
+    from suite.core.dtypes import DTYPES
     from targets import tflite_model
     built = tflite_model.build(case)
     it = Interpreter(model_content=built.content, experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
@@ -68,7 +68,7 @@ def bench_case(case, repeats: int = 7, min_time: float = 0.2, scheme: str = "tfl
 
 def run(ops: list[str] | None = None, scale: int = 1, repeats: int = 7, min_time: float = 0.2,
         seed: int = 0) -> list[GoldenRow]:
-    from .cases import bench_cases
+    from benchmarks.cases import bench_cases
     return [bench_case(c, repeats, min_time) for c in bench_cases(ops, scale, seed)]
 
 

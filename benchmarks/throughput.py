@@ -39,13 +39,13 @@ class ThroughputRow:
 
 
 def default_cases(cases_per_op: int = 30, seed: int = 0, ops: list[str] | None = None):
-    from suite.generate import generate, generator_ops
+    from suite.cases.generate import generate, generator_ops
     known = generator_ops()
     return generate([op for op in (ops or known) if op in known], cases_per_op, seed)
 
 
 def _measure(target_name: str, mode: str, target, cases, batch_size: int, timing) -> ThroughputRow:
-    from suite.findings import match
+    from suite.core.findings import match
     by_op = defaultdict(list)
     for c in cases:
         # in process (no isolation here): leave out cases known to crash this target's runtime
@@ -53,7 +53,7 @@ def _measure(target_name: str, mode: str, target, cases, batch_size: int, timing
             by_op[c.op].append(c)
     cases = [c for cs in by_op.values() for c in cs]
     outs = []
-    from .timing import quiet_native_output
+    from benchmarks.timing import quiet_native_output
     with quiet_native_output():   # the runtimes' own logs of refused models
         t0 = time.perf_counter()
         for cs in by_op.values():
@@ -81,7 +81,7 @@ def run(targets: list[str] | None = None, cases_per_op: int = 30, seed: int = 0,
     timing = Timing(warmup=warmup, repeats=repeats)
     rows = []
     for name in targets or ["tflite", "tflite-ref", "ort", "htp"]:
-        from .timing import quiet_native_output
+        from benchmarks.timing import quiet_native_output
         probe = get_target(name)
         with quiet_native_output():   # registering QNN prints a line
             ok, why = probe.availability()

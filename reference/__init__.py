@@ -7,5 +7,5 @@ LiteRT's reference kernels in their default (double-rounding) build.
 
 from __future__ import annotations
 
-from .registry import golden, has_golden, golden_ops, register  # noqa: F401
-from .schemes import SCHEMES, Scheme, get_scheme, DEFAULT_SCHEME  # noqa: F401
+from reference.registry import golden, has_golden, golden_ops, register  # noqa: F401
+from reference.schemes import SCHEMES, Scheme, get_scheme, DEFAULT_SCHEME  # noqa: F401

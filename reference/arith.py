@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from suite.errors import QconformError
+from suite.core.errors import QconformError
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1

@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 
-from suite.dtypes import DTYPES
-from suite.errors import QconformError
+from suite.core.dtypes import DTYPES
+from suite.core.errors import QconformError
 
-from . import arith
+from reference import arith
 
 
 def q(t) -> np.ndarray:

@@ -37,7 +37,7 @@ import itertools
 
 import numpy as np
 
-from suite.errors import QconformError
+from suite.core.errors import QconformError
 
 #: integer element types of ONNX quantization (name -> (qmin, qmax))
 INT_RANGES: dict[str, tuple[int, int]] = {

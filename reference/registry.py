@@ -9,11 +9,11 @@ from typing import Callable
 
 import numpy as np
 
-from suite.dtypes import DTYPES
-from suite.errors import QconformError
+from suite.core.dtypes import DTYPES
+from suite.core.errors import QconformError
 
-from .arith import int_range
-from .schemes import Scheme, get_scheme
+from reference.arith import int_range
+from reference.schemes import Scheme, get_scheme
 
 GoldenFn = Callable[..., list]
 _OPS: dict[str, GoldenFn] = {}
@@ -33,7 +33,7 @@ def _load():
     global _loaded
     if _loaded:
         return
-    from . import ops as pkg
+    from reference import ops as pkg
     for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         importlib.import_module(f"{pkg.__name__}.{m.name}")
     _loaded = True

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import arith
+from reference import arith
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ HIST_LIMIT = 16
 def _ordinal(arr: np.ndarray, dtype: str) -> np.ndarray:
     """Codes as int64; float32 values as ordinals whose differences count ULPs (as compare does)."""
     if dtype == "float32":
-        from suite.compare import _float_ordinal
+        from suite.core.compare import _float_ordinal
         return _float_ordinal(arr)
     return np.asarray(arr).astype(np.int64)
 
@@ -96,7 +96,7 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
     ``err_hist``. All schemes are compared in one pass over a [schemes, elements] matrix.
     """
     from reference.schemes import kernel_schemes
-    from suite.dtypes import DTYPES
+    from suite.core.dtypes import DTYPES
 
     names = list(schemes) if schemes is not None else kernel_schemes()
     specs = case.outputs

@@ -25,7 +25,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from .results import ERROR_STATUSES, FAIL, PASS, UNSUPPORTED, WAIVED, write_json
+from reports.results import ERROR_STATUSES, FAIL, PASS, UNSUPPORTED, WAIVED, write_json
 
 FORMAT = "qconform-certificate/1"
 VERDICTS = ("bit-exact", "conformant within tolerance", "non-conformant", "unsupported")

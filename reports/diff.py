@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from suite.errors import QconformError
+from suite.core.errors import QconformError
 
-from .results import ERROR_STATUSES, FAIL, RESULTS, UNSUPPORTED, read_rows, row_key
+from reports.results import ERROR_STATUSES, FAIL, RESULTS, UNSUPPORTED, read_rows, row_key
 
 BAD = (FAIL,) + ERROR_STATUSES
 

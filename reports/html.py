@@ -19,8 +19,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from .causes import CAUSE_TEXT, CAUSES, hist_key_order, merge_hist
-from .results import ERROR_STATUSES, FAIL, PASS, UNSUPPORTED, WAIVED, read_rows
+from reports.causes import CAUSE_TEXT, CAUSES, hist_key_order, merge_hist
+from reports.results import ERROR_STATUSES, FAIL, PASS, UNSUPPORTED, WAIVED, read_rows
 
 INDEX = "index.html"
 BAD = (FAIL,) + ERROR_STATUSES
@@ -64,7 +64,7 @@ def _e(v: Any) -> str:
 
 
 def _fmt(v: Any) -> str:
-    from .summary import _fmt as f
+    from reports.summary import _fmt as f
     return f(v)
 
 
@@ -108,9 +108,9 @@ def _cell_color(pct: float | None, failed: int, ran: int) -> str:
 
 def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info: dict | None = None,
                certificate: dict | None = None, summary=None) -> str:
-    from . import plots
-    from .runinfo import read_run_info
-    from .summary import summarize
+    from reports import plots
+    from reports.runinfo import read_run_info
+    from reports.summary import summarize
     d = Path(report_dir)
     rows = read_rows(d) if rows is None else rows
     run_info = read_run_info(d) if run_info is None else run_info

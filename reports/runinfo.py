@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .results import statuses_of, write_json
+from reports.results import statuses_of, write_json
 
 RUN_JSON = "run.json"
 PARQUET = "results.parquet"
@@ -229,7 +229,7 @@ def finish_run(run, rows: list[dict], skipped=(), exit_status: int | None = None
 
     cert = None
     if getattr(run.config, "certify", False):
-        from .certify import build_certificate
+        from reports.certify import build_certificate
         try:
             cert = build_certificate(rows, run.policy, {t: run.versions(t) for t in run.config.targets},
                                      run.waivers, info)
@@ -237,7 +237,7 @@ def finish_run(run, rows: list[dict], skipped=(), exit_status: int | None = None
         except Exception as e:
             out["errors"].append(f"certificate: {type(e).__name__}: {e}")
     if rows:
-        from .html import write_html
+        from reports.html import write_html
         cache = getattr(run, "report_cache", None)
         html = _alongside(lambda: write_html(d, rows, info, cert, summary))
         parquet = _alongside(lambda: write_parquet(d, rows, cache.flat if cache is not None else None))
@@ -250,9 +250,9 @@ def finish_run(run, rows: list[dict], skipped=(), exit_status: int | None = None
             if rows:
                 attempt("results.parquet", parquet)
         if cert is not None:
-            from .certify import write_certificate
+            from reports.certify import write_certificate
             attempt("certificate", lambda: write_certificate(d, cert))
-        from .certify import waiver_problems
+        from reports.certify import waiver_problems
         out["waiver_problems"] = waiver_problems(rows, getattr(run, "waivers", None))
     finally:
         if rows:
@@ -261,7 +261,7 @@ def finish_run(run, rows: list[dict], skipped=(), exit_status: int | None = None
 
 
 def _write_summaries(d: Path, rows: list[dict], summary) -> list[Path]:
-    from .summary import write_summaries
+    from reports.summary import write_summaries
     write_summaries(d, rows, summary)
     return [d / "summary.csv", d / "summary.md"]
 

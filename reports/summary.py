@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from .results import ERROR_STATUSES, FAIL, PASS, UNSUPPORTED, WAIVED, read_rows
-from .causes import summary_columns
+from reports.results import ERROR_STATUSES, FAIL, PASS, UNSUPPORTED, WAIVED, read_rows
+from reports.causes import summary_columns
 
 COLUMNS = ["op", "target", "cases", "passed", "failed", "unsupported", "errors", "bit_exact_pct",
            "max_abs_lsb", "mean_err_lsb", "p50_latency_us"]
@@ -109,7 +109,7 @@ class ReportCache:
         self.flat: dict[int, dict] = {}
 
     def add(self, row: dict) -> None:
-        from .runinfo import flat_row
+        from reports.runinfo import flat_row
         self.flat[id(row)] = flat_row(row)
         key = (row.get("op"), row.get("target"))
         grp = self._rows.setdefault(key, [])

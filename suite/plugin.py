@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from .errors import QconformError
+from suite.core.errors import QconformError
 
 SUITE_DIR = Path(__file__).resolve().parent
 _KEY = "_qconform"
@@ -50,7 +50,7 @@ def pytest_addoption(parser):
     g.addoption("--report-dir", default=None, metavar="DIR",
                 help="where results.jsonl and the summaries go (default reports/latest)")
     g.addoption("--tolerance", default=None, metavar="FILE",
-                help="tolerance policy file (default suite/tolerances.toml)")
+                help="tolerance policy file (default suite/core/tolerances.toml)")
     g.addoption("--scheme", default=None, metavar="NAME",
                 help="requantization scheme of the golden (default tflite-ref-double)")
     g.addoption("--warmup", type=int, default=1, metavar="N", help="untimed invocations per case (default 1)")
@@ -173,12 +173,12 @@ def pytest_configure(config):
 
 
 def _configure(config):
-    from .runner import DEFAULT_REPORT_DIR, Run, RunConfig
-    from .generate import DEFAULT_CASES_PER_OP
+    from suite.harness.runner import DEFAULT_REPORT_DIR, Run, RunConfig
+    from suite.cases.generate import DEFAULT_CASES_PER_OP
     o = config.option
     resume = None
     if o.resume:   # options not on the command line come from RUN_DIR/run.json (suite/resume.py)
-        from .resume import fill_options, open_run
+        from suite.harness.resume import fill_options, open_run
         resume = open_run(o.resume, o.report_dir)
         fill_options(resume, o, [str(a) for a in config.invocation_params.args])
         o.report_dir = o.resume
@@ -204,7 +204,7 @@ def _configure(config):
                                 rule="the golden of a run is rounded to codes")
     ops = [x.strip() for v in o.ops for x in v.split(",") if x.strip()]
     if ops:
-        from .spec import known_ops
+        from suite.core.spec import known_ops
         bad = [x for x in ops if x not in known_ops()]
         if bad:
             raise QconformError(f"unknown operator(s) {', '.join(bad)}", field="--ops",
@@ -225,7 +225,7 @@ def _configure(config):
         waivers=list(o.waivers), certify=o.certify, isolation=o.isolation, timeout=o.timeout,
         pipeline=o.pipeline == "on", golden_cache=_golden_cache_dir(o.golden_cache))
     if resume is not None:
-        from .resume import check_config
+        from suite.harness.resume import check_config
         check_config(resume, rc)
     dev_targets = None
     if o.device:   # bind the targets to this process's device (worker gw<k>: device k)
@@ -239,7 +239,7 @@ def _configure(config):
         run.kept_rows = None                                     # (rows of earlier sessions, of workers)
     preloaded = None
     if rc.case_files:   # read (and check) case files now: a bad one is one usage error, no traceback
-        from .runner import load_case_files
+        from suite.harness.runner import load_case_files
         preloaded = load_case_files(rc.case_files)
         if rc.ops:
             preloaded = [c for c in preloaded if c.op in rc.ops]
@@ -248,7 +248,7 @@ def _configure(config):
              "t0": time.perf_counter(), "worker_stats": [], "lean": lean}
     setattr(config, _KEY, state)
     if resume is not None:   # recorded pairs: from the bytes present when the controller started
-        from .resume import recorded, repair_tail
+        from suite.harness.resume import recorded, repair_tail
         resume.offset = (repair_tail(Path(rc.report_dir)) if workerinput is None
                          else int(workerinput.get("qconform_resume_offset", 0)))
         resume.done = recorded(Path(rc.report_dir), run_id, resume.offset)
@@ -288,7 +288,7 @@ def _collects_only_the_suite(config) -> bool:
 
 
 def _golden_cache_dir(option: str | None) -> str | None:
-    from .golden_cache import folder_of
+    from suite.harness.golden_cache import folder_of
     d = folder_of(option)
     return str(d) if d is not None else None
 
@@ -359,10 +359,10 @@ def _load_cases(config):
         rc = st["run"].config
 
         def make():   # (the generators are imported only when the set is not in the cache: 0.25 s)
-            from .generate import generate, generator_ops
+            from suite.cases.generate import generate, generator_ops
             known = generator_ops()
             return generate([op for op in (rc.ops or known) if op in known], rc.cases_per_op, rc.seed)
-        from .golden_cache import cached_cases
+        from suite.harness.golden_cache import cached_cases
         folder = Path(rc.golden_cache) if rc.golden_cache else None
         st["cases"] = cached_cases(folder, rc.ops, rc.cases_per_op, rc.seed, make)
     return st["cases"]
@@ -543,7 +543,7 @@ def pytest_runtest_protocol(item, nextitem):
     st = _state(item.config)
     if st is None or not st.get("lean"):
         return None
-    from . import lean
+    from suite.harness import lean
     if not lean.is_conformance_item(item):
         return None
     return lean.run_item(item, nextitem, st["run"])
@@ -553,7 +553,7 @@ def pytest_runtest_protocol(item, nextitem):
 def qc_verdict(request, qc_pair):
     """The verdict of this (case, target) pair; target errors surface as pytest ERROR
     (``--test-protocol pytest``; the lean protocol makes the same reports, suite/lean.py)."""
-    from .lean import ERROR_STATUSES, properties, xfail_reason
+    from suite.harness.lean import ERROR_STATUSES, properties, xfail_reason
     st = _state(request.config)
     case, target = qc_pair
     v = st["run"].verdict(case, target)
@@ -562,7 +562,7 @@ def qc_verdict(request, qc_pair):
     why = xfail_reason(v)
     if v.status in ERROR_STATUSES and why is None:
         raise QcTargetError(v.message())
-    # a waived failure or a known runtime bug (suite/findings.toml): shown as XFAIL, labelled, not
+    # a waived failure or a known runtime bug (suite/core/findings.toml): shown as XFAIL, labelled, not
     # hidden. As a mark (the test then fails with pytrace=False): pytest.xfail() would have pytest
     # format a traceback for every such test
     if why is not None:
@@ -640,7 +640,7 @@ def _sessionfinish(session, exitstatus, st, run):
         _finish(session, exitstatus, st, run)
     finally:   # the run's timing, report artefacts and the workers' exit included (suite/timing.py)
         run.reap()
-        from . import timing
+        from suite.harness import timing
         workers = st["worker_stats"]
         st["timing"] = timing.summarize(timing.merge((workers or [dict(run.stats)])
                                                      + ([{"report_s": run.stats["report_s"]}] if workers else [])),
@@ -693,7 +693,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for line, markup in terminal_lines(st.get("artefacts")):
         tr.write_line(line, **markup)
     if st.get("timing"):
-        from .timing import lines
+        from suite.harness.timing import lines
         tr.write_sep("-", "qconform: where the time went (timing.json, docs/performance.md)")
         for line in lines(st["timing"]):
             tr.write_line(line)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from suite.errors import QconformError
+from suite.core.errors import QconformError
 
-from .base import Outcome, Target, Timing, latency_stats  # noqa: F401
+from targets.base import Outcome, Target, Timing, latency_stats  # noqa: F401
 
 #: name -> "module:Class"; imported only when used, so a missing runtime skips one target
 BUILTIN: dict[str, str] = {

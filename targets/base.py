@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from suite.errors import Unsupported
+from suite.core.errors import Unsupported
 
 
 @dataclass

@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .base import Outcome
+from targets.base import Outcome
 
 DEFAULT_CACHE_DIR = "~/.cache/qconform/qnn"
 CACHE_ENV = "QCONFORM_CACHE_DIR"
@@ -315,7 +315,7 @@ def build_tflite_batch(cases: list) -> TfliteBatch:
     SignatureDef ``c<k>`` per subgraph; operator codes and buffers are shared. Each
     subgraph is exactly the one :func:`targets.tflite_model.build` writes for the case."""
     import flatbuffers
-    from .tflite_model import _schema, _subgraph
+    from targets.tflite_model import _schema, _subgraph
     S = _schema()
     model = S.ModelT()
     model.version = 3

@@ -18,10 +18,10 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from suite.errors import Unsupported
+from suite.core.errors import Unsupported
 
-from .batching import BatchFailed, ContextCache, cache_dir_of
-from .ort import OrtTarget, short_error
+from targets.batching import BatchFailed, ContextCache, cache_dir_of
+from targets.ort import OrtTarget, short_error
 
 _registered = False
 _lock = threading.Lock()
@@ -125,7 +125,7 @@ class HtpTarget(OrtTarget):
         compiled (and its context dumped into the cache). A batch QNN refused is recorded in
         the cache (the next run splits it at once); one case's refusal is always re-tried."""
         import onnxruntime as ort
-        from .batching import placement_by_case
+        from targets.batching import placement_by_case
         cache = self.context_cache
         if cache is None:
             sess = self.create_session(content)

@@ -55,12 +55,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from suite.dtypes import DTYPES
-from suite.errors import QconformError
+from suite.core.dtypes import DTYPES
+from suite.core.errors import QconformError
 
-from .base import Outcome, Timing
-from .remote import RemoteTarget, _le, _Prepared
-from .transport import REMOTE_TIMEOUT_RCS, DeviceSpec, TransportError
+from targets.base import Outcome, Timing
+from targets.remote import RemoteTarget, _le, _Prepared
+from targets.transport import REMOTE_TIMEOUT_RCS, DeviceSpec, TransportError
 
 
 FORMAT = "qconform-netrun/1"
@@ -82,7 +82,7 @@ def load_profile(path: str | os.PathLike, check_files: bool = True) -> dict[str,
     ``check_files=False`` skips the existence check of ``push`` (to read a profile written
     for another machine)."""
     src = str(path)
-    from suite.userfile import load_toml
+    from suite.core.userfile import load_toml
     raw = load_toml(path, "the profile", "--netrun-profile")
 
     def fail(field, msg, rule=None):
@@ -177,8 +177,8 @@ class NetrunTarget(RemoteTarget):
     takes_device = True
 
     def __init__(self, profile: str | None = None, device: DeviceSpec | str | None = None, **options: Any):
-        from . import get_target
-        from .base import Target
+        from targets import get_target
+        from targets.base import Target
         Target.__init__(self, **options)
         self.name = "netrun"
         self.profile_path = profile
@@ -222,7 +222,7 @@ class NetrunTarget(RemoteTarget):
         entry: dict[str, Any] = {"tag": tag, "id": case.id}
         files: dict[str, bytes] = {}
         if pr["model_format"] == "onnx":
-            from . import onnx_model
+            from targets import onnx_model
             model = onnx_model.build(case)
             content, ext = model.content, "onnx"
             feeds = model.feeds(case)
@@ -231,7 +231,7 @@ class NetrunTarget(RemoteTarget):
             out_shapes = _onnx_output_shapes(content)
             unpack = model.unpack
         else:
-            from . import tflite_model
+            from targets import tflite_model
             built = tflite_model.build(case)
             content, ext = built.content, "tflite"
             in_names, out_names = _tflite_io_names(content)
@@ -382,7 +382,7 @@ class NetrunTarget(RemoteTarget):
             return Outcome.error(f"{tool} killed at its timeout ({self.profile['timeout']} s per case): {tail}",
                                  status="timeout")
         if 128 < rc < 128 + 65:   # the shell's 128 + n: the tool died of signal n (timeout passes it on)
-            from suite.isolation import signal_name
+            from suite.harness.isolation import signal_name
             return Outcome.error(f"{tool} killed by {signal_name(rc - 128)} (exit {rc}) on {self.device.label}: "
                                  f"{tail}",
                                  status="crash")

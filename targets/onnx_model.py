@@ -15,9 +15,9 @@ from typing import Callable
 
 import numpy as np
 
-from suite.dtypes import DTYPES
-from suite.errors import Unsupported
-from suite.spec import input_is_const
+from suite.core.dtypes import DTYPES
+from suite.core.errors import Unsupported
+from suite.core.spec import input_is_const
 
 OPSET = 21
 NHWC_TO_NCHW = (0, 3, 1, 2)
@@ -84,7 +84,7 @@ def ortvalue_4bit(arr: np.ndarray, dtype: str):
     """
     import onnxruntime as ort
     from onnx import TensorProto
-    from suite.dtypes import pack_int4
+    from suite.core.dtypes import pack_int4
     packed = pack_int4(arr)
     buf = np.zeros(max(arr.size, packed.size), np.uint8)
     buf[:packed.size] = packed
@@ -103,7 +103,7 @@ def run_session(sess, names: list[str], feeds: dict) -> list[np.ndarray]:
         return sess.run(names, feeds)
     import ctypes
     import onnxruntime as ort
-    from suite.dtypes import unpack_int4
+    from suite.core.dtypes import unpack_int4
     ov_feeds = {k: v if isinstance(v, ort.OrtValue) else ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(v))
                 for k, v in feeds.items()}
     outs = []
@@ -253,7 +253,7 @@ def _load():
     if not _loaded:
         import importlib
         import pkgutil
-        from . import onnx_ops as pkg
+        from targets import onnx_ops as pkg
         for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
             importlib.import_module(f"{pkg.__name__}.{m.name}")
         _loaded = True

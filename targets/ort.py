@@ -6,11 +6,11 @@ import time
 from collections import OrderedDict
 
 
-from suite.errors import Unsupported
+from suite.core.errors import Unsupported
 
-from . import onnx_model
-from .base import Outcome, Target, Timing
-from .batching import (BatchFailed, BatchStats, batch_info, bisect, compat_key, digest_of, merge_onnx,
+from targets import onnx_model
+from targets.base import Outcome, Target, Timing
+from targets.batching import (BatchFailed, BatchStats, batch_info, bisect, compat_key, digest_of, merge_onnx,
                        placement_by_case, placement_text)
 
 REUSE_SESSIONS = 8   # sessions kept per target instance, by model digest (the same model recurs)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Outcome, Target, Timing
+from targets.base import Outcome, Target, Timing
 
 
 class RefTarget(Target):

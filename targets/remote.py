@@ -39,11 +39,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from suite.dtypes import DTYPES
-from suite.errors import QconformError, Unsupported
+from suite.core.dtypes import DTYPES
+from suite.core.errors import QconformError, Unsupported
 
-from .base import Outcome, Target, Timing
-from .transport import (REMOTE_TIMEOUT_RCS, CommandResult, DeviceSpec, Transport, TransportError,
+from targets.base import Outcome, Target, Timing
+from targets.transport import (REMOTE_TIMEOUT_RCS, CommandResult, DeviceSpec, Transport, TransportError,
                         make_transport, parse_device)
 
 RUNNER = Path(__file__).with_name("device_runner.py")
@@ -94,7 +94,7 @@ class RemoteTarget(Target):
 
     def __init__(self, inner: str, device: DeviceSpec | str, **options: Any):
         super().__init__(**options)
-        from . import get_target
+        from targets import get_target
         self.inner = inner
         self.name = inner
         self.kind = REMOTABLE[inner]
@@ -190,7 +190,7 @@ class RemoteTarget(Target):
         entry: dict[str, Any] = {"tag": tag, "id": case.id}
         files: dict[str, bytes] = {}
         if self.kind.model == "onnx":
-            from . import onnx_model
+            from targets import onnx_model
             model = onnx_model.build(case)
             entry["model"] = f"models/{tag}.onnx"
             files[entry["model"]] = model.content
@@ -204,7 +204,7 @@ class RemoteTarget(Target):
             unpack = model.unpack
             return _Prepared(tag, entry, files, unpack, case, model)
         else:
-            from . import tflite_model
+            from targets import tflite_model
             built = tflite_model.build(case)
             entry["model"] = f"models/{tag}.tflite"
             files[entry["model"]] = built.content
@@ -227,7 +227,7 @@ class RemoteTarget(Target):
         if (self.kind.model != "onnx" or len(prepared) < 2 or int(self.options.get("max_batch", 256)) < 2
                 or self.device.opt("merge", "1") in ("0", "no", "off", "false")):
             return []
-        from .batching import compat_key
+        from targets.batching import compat_key
         groups: dict[tuple, list[_Prepared]] = {}
         for p in prepared:
             if p.model is None or p.case.id in self._no_merge or not self.local.batchable(p.model):
@@ -243,7 +243,7 @@ class RemoteTarget(Target):
         manifest = {"format": "qconform-batch/1", "runtime": self.kind.runtime, "options": self.runtime_options(),
                     "warmup": int(timing.warmup), "repeats": int(timing.repeats), "out": "out",
                     "cases": [p.entry for p in prepared], "groups": []}
-        from .batching import merge_onnx
+        from targets.batching import merge_onnx
         for k, group in enumerate(self.merge_groups(prepared)):
             merged = merge_onnx([p.case for p in group], [p.model for p in group])
             rel = f"models/g{k:03d}.onnx"
@@ -466,7 +466,7 @@ class RemoteTarget(Target):
         eps = rec.get("placement")
         check = getattr(self.local, "check_placement", None)
         if eps is not None and check is not None:
-            from .batching import placement_text
+            from targets.batching import placement_text
             why = check(eps)          # the local target's own rule (e.g. htp: nothing reached QNN)
             if why:
                 return Outcome.unsupported(why)
@@ -474,7 +474,7 @@ class RemoteTarget(Target):
         elif self.kind.placement:
             info["placement"] = self.kind.placement
         if rec.get("batch_size", 1) > 1:
-            from .batching import batch_info
+            from targets.batching import batch_info
             info.update(batch_info(int(rec["batch_size"]), rec.get("batch_us")))
         else:
             info["latency_scope"] = "case"
@@ -524,7 +524,7 @@ class FarmView(Target):
 
 def takes_device(name: str) -> bool:
     """Whether target ``name`` drives a device itself (``netrun``, or a class with ``takes_device = True``)."""
-    from . import load_class
+    from targets import load_class
     return bool(getattr(load_class(name), "takes_device", False))
 
 
@@ -534,7 +534,7 @@ def device_targets(names: Sequence[str], device: DeviceSpec | None, devices: Seq
 
     Raises QconformError for a target that has no device form or is not available.
     """
-    from . import get_target
+    from targets import get_target
     target_options = target_options or {}
     out: dict[str, Target] = {}
     shared: Transport | None = None    # the targets of one device share its connection
@@ -585,7 +585,7 @@ def plan_workers(option, has_xdist: bool) -> None:
     ``--device-dist=shard``, ``load`` with :func:`op_target_scheduler` (each
     (op, target) group runs, batched, on one device).
     """
-    from .transport import parse_device_list
+    from targets.transport import parse_device_list
     devices = parse_device_list(getattr(option, "device", None))
     if len(devices) < 2:
         return

@@ -13,12 +13,12 @@ import time
 
 import numpy as np
 
-from suite.dtypes import DTYPES
-from suite.errors import Unsupported
+from suite.core.dtypes import DTYPES
+from suite.core.errors import Unsupported
 
-from . import tflite_model
-from .base import Outcome, Target, Timing
-from .batching import BatchFailed, BatchStats, bisect, build_tflite_batch
+from targets import tflite_model
+from targets.base import Outcome, Target, Timing
+from targets.batching import BatchFailed, BatchStats, bisect, build_tflite_batch
 
 
 class _LiteRT(Target):

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from suite.dtypes import pack_int4
-from suite.errors import Unsupported
-from suite.spec import input_is_const
+from suite.core.dtypes import pack_int4
+from suite.core.errors import Unsupported
+from suite.core.spec import input_is_const
 
 # op -> options table name (None: the op has no options)
 OPTIONS = {

@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from suite.errors import Unsupported
+from suite.core.errors import Unsupported
 from targets.base import Outcome, Target, Timing
 
 #: fault kind -> (status the suite must give, text the reason must contain)

@@ -59,7 +59,7 @@ class GoldenTarget(Target):
 
 def _nudge(arr: np.ndarray, dtype: str, lsb: int) -> None:
     """Move the first element by ``lsb`` codes, away from the dtype's top if it is there."""
-    from suite.dtypes import DTYPES
+    from suite.core.dtypes import DTYPES
     info = DTYPES[dtype]
     flat = arr.reshape(-1)
     if not flat.size:
@@ -95,7 +95,7 @@ class SaturationBug(GoldenTarget):
     description = "the golden, but outputs at the dtype's maximum come out 3 LSB lower (test target)"
 
     def outputs(self, case):
-        from suite.dtypes import DTYPES
+        from suite.core.dtypes import DTYPES
         outs = super().outputs(case)
         for o, spec in zip(outs, case.outputs):
             info = DTYPES[spec.dtype]

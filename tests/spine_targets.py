@@ -18,7 +18,7 @@ class OffByOne(Target):
         from reference import golden
         outs = [np.array(o) for o in golden(case)]
         if case.index % 2 == 1 and outs[0].size:
-            from suite.dtypes import DTYPES
+            from suite.core.dtypes import DTYPES
             flat = outs[0].reshape(-1)
             v = int(flat[0])   # 2 codes away, within the output dtype's range (uint8 0 must not wrap to 254)
             flat[0] = v - 2 if v - 2 >= DTYPES[case.outputs[0].dtype].qmin else v + 2

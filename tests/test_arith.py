@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from reference import arith
-from suite.errors import QconformError
+from suite.core.errors import QconformError
 
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from suite.errors import QconformError
+from suite.core.errors import QconformError
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -83,20 +83,20 @@ def _set(path, value):
 
 
 def test_the_valid_case_loads(tmp_path):
-    from suite.runner import load_case_files
+    from suite.harness.runner import load_case_files
     assert load_case_files([str(_case_file(tmp_path))])[0].op == "FULLY_CONNECTED"
 
 
 @pytest.mark.parametrize("op", ["CONV_9D", "conv_2d", ""])
 def test_case_unknown_op(tmp_path, op):
-    from suite.case import load_case
+    from suite.core.case import load_case
     p = _case_file(tmp_path, _set("op", op))
     _raises(load_case, p, source=p, field="op", words="(rule: op")
 
 
 @pytest.mark.parametrize("dtype", ["int9", "INT8", "float64", 8, None])
 def test_case_wrong_dtype(tmp_path, dtype):
-    from suite.case import load_case
+    from suite.core.case import load_case
     p = _case_file(tmp_path, _set("inputs.0.dtype", dtype))
     _raises(load_case, p, source=p, field="inputs[0].dtype", words=("unknown dtype", "(rule: dtype name)"))
 
@@ -105,7 +105,7 @@ def test_case_wrong_dtype(tmp_path, dtype):
                                         ([1, 2, 3, 4], "has 4 values but shape [1, 3] holds 3"),
                                         ([], "has 0 values")])
 def test_case_data_length_must_match_the_shape(tmp_path, data, words):
-    from suite.case import load_case
+    from suite.core.case import load_case
     p = _case_file(tmp_path, _set("inputs.0.data", data))
     _raises(load_case, p, source=p, field="inputs[0].data", words=(words, "(rule: len(data) == product(shape))"))
 
@@ -113,7 +113,7 @@ def test_case_data_length_must_match_the_shape(tmp_path, data, words):
 @pytest.mark.parametrize("text", ["0", "-0.5", "NaN", "Infinity", "-Infinity", "1e39", "1" + "0" * 400, '"0.5"',
                                   "1e-50"])
 def test_case_scale_must_be_a_finite_float32_above_zero(tmp_path, text):
-    from suite.case import load_case
+    from suite.core.case import load_case
     raw = json.dumps(CASE).replace('"scale": [0.5]', f'"scale": [{text}]', 1)
     p = _case_file(tmp_path, text=raw)
     e = _raises(load_case, p, source=p, field="inputs[0].scale[0]")
@@ -123,7 +123,7 @@ def test_case_scale_must_be_a_finite_float32_above_zero(tmp_path, text):
 @pytest.mark.parametrize("where,zp,dtype", [("inputs.0", 128, "int8"), ("inputs.0", -129, "int8"),
                                             ("outputs.0", 256, "uint8"), ("outputs.0", -1, "uint8")])
 def test_case_zero_point_within_the_dtype_range(tmp_path, where, zp, dtype):
-    from suite.case import load_case
+    from suite.core.case import load_case
 
     def edit(d):
         t = d[where.split(".")[0]][0]
@@ -137,7 +137,7 @@ def test_case_zero_point_within_the_dtype_range(tmp_path, where, zp, dtype):
 
 
 def test_case_per_axis_lengths_must_match_the_dimension(tmp_path):
-    from suite.case import load_case
+    from suite.core.case import load_case
     p = _case_file(tmp_path, _set("inputs.1.scale", [0.25, 0.125, 0.5]))
     _raises(load_case, p, source=p, field="inputs[1].zero_point", words="as long as scale (3)")
     p = _case_file(tmp_path, lambda d: d["inputs"][1].update(scale=[0.1, 0.2, 0.3], zero_point=[0, 0, 0]))
@@ -153,13 +153,13 @@ def test_case_per_axis_lengths_must_match_the_dimension(tmp_path):
     ("[" * 100000, "not valid JSON"), (b"\xff\xfe{}", "not UTF-8"), ("[]", "JSON object"),
 ])
 def test_case_file_that_is_not_a_json_object(tmp_path, text, words):
-    from suite.case import load_case
+    from suite.core.case import load_case
     p = _case_file(tmp_path, text=text)
     _raises(load_case, p, source=p, words=words)
 
 
 def test_case_that_breaks_its_spec_table_names_the_clause(tmp_path):
-    from suite.runner import load_case_files
+    from suite.harness.runner import load_case_files
     p = _case_file(tmp_path, _set("inputs.1.zero_point", [1, 0]))   # FC weights are symmetric
     e = _raises(load_case_files, [str(p)], source=p, words="(rule: the case must follow its spec table)")
     assert e.field and e.field.startswith("inputs[1]")
@@ -167,7 +167,7 @@ def test_case_that_breaks_its_spec_table_names_the_clause(tmp_path):
 
 def test_case_with_an_output_the_op_does_not_have(tmp_path):
     """An extra output would never be compared (the golden has one): the spec check refuses it."""
-    from suite.runner import load_case_files
+    from suite.harness.runner import load_case_files
     p = _case_file(tmp_path, lambda d: d["outputs"].append(dict(d["outputs"][0])))
     e = _raises(load_case_files, [str(p)], source=p, field="outputs",
                 words=("FULLY_CONNECTED has 1 output(s), got 2", "(rule: the case must follow its spec table)"))
@@ -213,14 +213,14 @@ TOL_OK = 'format = "qconform-tolerance/1"\n[[rule]]\nop = "ADD"\nmax_abs_lsb = 1
     ('format = "qconform-tolerance/1"\nx = 1' + "0" * 5000 + "\n", None, "not valid TOML"),
 ])
 def test_tolerance_file_rules(tmp_path, body, field, words):
-    from suite.tolerance import load_policy
+    from suite.core.tolerance import load_policy
     p = tmp_path / "tol.toml"
     p.write_text(body)
     _raises(load_policy, p, source=p, field=field, words=words)
 
 
 def test_tolerance_file_not_utf8_or_missing(tmp_path):
-    from suite.tolerance import load_policy
+    from suite.core.tolerance import load_policy
     p = tmp_path / "tol.toml"
     p.write_bytes(b"\xff" + TOL_OK.encode())
     _raises(load_policy, p, source=p, words="not UTF-8")
@@ -250,7 +250,7 @@ W_ONE = '[[waiver]]\ncase = "ADD-*"\nreason = "r"\nversions = { onnxruntime-qnn 
     (W_HEAD + "x = " + "[" * 100000, None, "not valid TOML"),
 ])
 def test_waiver_file_rules(tmp_path, body, field, words):
-    from reports.waivers import load_waiver_file
+    from suite.core.waivers import load_waiver_file
     p = tmp_path / "w.toml"
     p.write_text(body)
     _raises(load_waiver_file, p, source=p, field=field, words=words)
@@ -337,7 +337,7 @@ ENC = {"activation_encodings": {"x": [{"bitwidth": 8, "min": -1.0, "max": 1.0}]}
      "within float32"),
 ])
 def test_encodings_rules(tmp_path, edit, field, words):
-    from suite.encodings import read_encodings
+    from suite.core.encodings import read_encodings
     d = copy.deepcopy(ENC)
     edit(d)
     p = tmp_path / "enc.json"
@@ -349,7 +349,7 @@ def test_encodings_rules(tmp_path, edit, field, words):
                                         ("[" * 100000, "not valid JSON"), (b"\xff", "not UTF-8"),
                                         ("[]", "JSON object")])
 def test_encodings_file_that_is_not_a_json_object(tmp_path, text, words):
-    from suite.encodings import read_encodings
+    from suite.core.encodings import read_encodings
     p = tmp_path / "enc.json"
     p.write_bytes(text if isinstance(text, bytes) else text.encode())
     _raises(read_encodings, p, source=p, words=words)

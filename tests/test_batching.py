@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from suite.generate import generate
+from suite.cases.generate import generate
 from targets import get_target
 from targets.base import Outcome, Timing
 from targets.batching import (BatchFailed, BatchStats, ContextCache, bisect, case_of_node, merge_onnx,
@@ -178,7 +178,7 @@ def test_context_cache_files(tmp_path):
 
 
 def test_timing_summary_defines_the_harness_share():
-    from suite.timing import lines, merge, summarize
+    from suite.harness.timing import lines, merge, summarize
     stats = merge([{"cases:htp": 10, "target_wall_s:htp": 2.0, "invoke_s:htp": 0.5, "judge_s": 1.0},
                    {"cases:htp": 10, "target_wall_s:htp": 2.0, "invoke_s:htp": 0.5, "report_s": 1.0}])
     doc = summarize(stats, wall_s=5.0, processes=2)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from benchmarks.cases import OPS, bench_cases
-from suite.spec import check_case
+from suite.core.spec import check_case
 
 
 def test_benchmark_cases_follow_the_spec():

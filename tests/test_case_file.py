@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from suite.case import FORMAT, case_from_dict, load_case, save_case
-from suite.errors import QconformError
-from suite.generate import make_case
+from suite.core.case import FORMAT, case_from_dict, load_case, save_case
+from suite.core.errors import QconformError
+from suite.cases.generate import make_case
 
 
 def _valid() -> dict:

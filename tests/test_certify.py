@@ -9,8 +9,8 @@ import pytest
 
 from reports.certify import case_set_digest, verdict_of
 from reports.results import read_rows
-from reports.waivers import load_waivers
-from suite.errors import QconformError
+from suite.core.waivers import load_waivers
+from suite.core.errors import QconformError
 from tests.helper_targets import flipped
 
 # the first slice of operators (targets/onnx_ops/slice.py)
@@ -64,7 +64,7 @@ def test_tflite_ref_certifies_the_slice_ops_bit_exact(run_suite):
 
 
 def _ids(ops, n):
-    from suite.generate import case_id, plan_ids
+    from suite.cases.generate import case_id, plan_ids
     return [case_id(op, v, i) for op, v, i in plan_ids(ops, n)]
 
 

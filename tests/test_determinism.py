@@ -35,7 +35,7 @@ def _digests(folder: Path) -> dict[str, str]:
 @pytest.mark.parametrize("args", [("--seed", "7", "--cases-per-op", "4"),
                                   ("--seed", "3", "--cases-per-op", "2", "--scheme", "ort-fp32-rne")])
 def test_same_seed_same_bytes_across_processes(tmp_path, args):
-    from suite.generate import generate, generator_ops
+    from suite.cases.generate import generate, generator_ops
     seed, n = int(args[1]), int(args[3])
     runs = {k: _write(tmp_path / k, env, *args) for k, env in ENVS.items()}
     da, db = _digests(tmp_path / "a"), _digests(tmp_path / "b")

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from reference.common import dequantize
-from suite.case import Tensor
-from suite.dtypes import DTYPES, dtype, pack_int4, unpack_int4
+from suite.core.case import Tensor
+from suite.core.dtypes import DTYPES, dtype, pack_int4, unpack_int4
 
 
 # ----------------------------------------------------------------- per-axis (LiteRT spec)

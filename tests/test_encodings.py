@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from suite.cli import main as cli_main
-from suite.encodings import (Encoding, bias_encodings, compute_encoding, pack_4bit, parse_encodings,
+from suite.core.encodings import (Encoding, bias_encodings, compute_encoding, pack_4bit, parse_encodings,
                              per_channel_encodings, quantize_per_channel, read_encodings, unpack_4bit)
-from suite.errors import QconformError
+from suite.core.errors import QconformError
 
 # The seed's AIMET-style example (shared/seeds/000_*), abridged to its tensors.
 SEED_FILE = {

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from suite.errors import QconformError
+from suite.core.errors import QconformError
 
 try:
     import tomllib
@@ -193,10 +193,10 @@ def _to_json(doc) -> str:
 # ----------------------------------------------------------------------------- valid documents
 
 def _small_cases():
-    from suite.generate import generate
+    from suite.cases.generate import generate
     ops = ["ADD", "MUL", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "SOFTMAX", "RESHAPE",
            "CONCATENATION", "AVERAGE_POOL_2D", "QUANTIZE", "DEQUANTIZE"]
-    from suite.generate import generator_ops
+    from suite.cases.generate import generator_ops
     ops = [o for o in ops if o in generator_ops()]
     out = []
     for c in generate(ops, 6, 0):
@@ -262,7 +262,7 @@ def _fuzz(n, body):
 
 
 def test_case_files(tmp_path):
-    from suite.runner import load_case_files
+    from suite.harness.runner import load_case_files
     docs = _small_cases()
     assert len(docs) >= 10
     path = tmp_path / "case.json"
@@ -276,7 +276,7 @@ def test_case_files(tmp_path):
 
 
 def test_tolerance_files(tmp_path):
-    from suite.tolerance import DEFAULT_FILE, load_policy
+    from suite.core.tolerance import DEFAULT_FILE, load_policy
     base = tomllib.loads(Path(DEFAULT_FILE).read_text())
     path = tmp_path / "tol.toml"
 
@@ -289,7 +289,7 @@ def test_tolerance_files(tmp_path):
 
 
 def test_waiver_files(tmp_path):
-    from reports.waivers import load_waiver_file
+    from suite.core.waivers import load_waiver_file
     path = tmp_path / "w.toml"
 
     def body(data):
@@ -301,7 +301,7 @@ def test_waiver_files(tmp_path):
 
 
 def test_encodings_files(tmp_path):
-    from suite.encodings import read_encodings
+    from suite.core.encodings import read_encodings
     path = tmp_path / "enc.json"
 
     def body(data):
@@ -337,8 +337,8 @@ def test_netrun_device_profiles(tmp_path):
 
 
 def test_run_json_of_resume(tmp_path):
-    from suite.resume import check_config, fill_options, open_run
-    from suite.runner import RunConfig
+    from suite.harness.resume import check_config, fill_options, open_run
+    from suite.harness.runner import RunConfig
     run_dir = tmp_path / "run"
     run_dir.mkdir()
 

@@ -13,10 +13,10 @@ import pytest
 
 from reference import arith, golden
 from reference.ops import activation as A
-from suite.case import Case, Tensor
-from suite.errors import QconformError
-from suite.generate import get_generator, make_case
-from suite.spec import check_case
+from suite.core.case import Case, Tensor
+from suite.core.errors import QconformError
+from suite.cases.generate import get_generator, make_case
+from suite.core.spec import check_case
 
 OPS = ["SOFTMAX", "LOG_SOFTMAX", "LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "RELU", "RELU6"]
 FIXED_OUT = {"SOFTMAX": (1 / 256, -128), "LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0),
@@ -234,10 +234,10 @@ def test_generated_cases_are_bit_exact_on_litert_reference_kernels(op):
     pytest.importorskip("ai_edge_litert")
     from targets import get_target
     from targets.base import Timing
-    from suite.findings import match
+    from suite.core.findings import match
     target = get_target("tflite-ref")
     # variants on which LiteRT's reference kernel is known to abort the process are left to the
-    # isolated suite run (suite/findings.toml), not run in this test's process
+    # isolated suite run (suite/core/findings.toml), not run in this test's process
     cases = [make_case(op, v, i) for v, i in _plan(op) if match(op, "tflite-ref", v, "crash") is None]
     outcomes = target.run(cases, Timing(warmup=0, repeats=1))
     for c, o in zip(cases, outcomes):

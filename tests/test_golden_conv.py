@@ -18,10 +18,10 @@ import pytest
 
 from reference import arith, golden
 from reference.ops import conv as C
-from suite.case import Case, Tensor
-from suite.errors import QconformError
-from suite.generate import get_generator, make_case
-from suite.spec import check_case
+from suite.core.case import Case, Tensor
+from suite.core.errors import QconformError
+from suite.cases.generate import get_generator, make_case
+from suite.core.spec import check_case
 
 OPS = ["CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "BATCH_MATMUL"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -397,7 +397,7 @@ def test_depthwise_without_bias_is_exact_on_litert_reference():
 
 CRASH = """
 import sys; sys.path.insert(0, {root!r})
-from suite.generate import make_case
+from suite.cases.generate import make_case
 from targets.tflite import TfliteTarget
 from targets.base import Timing
 c = make_case("DEPTHWISE_CONV_2D", "random", 3)

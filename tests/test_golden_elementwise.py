@@ -17,9 +17,9 @@ import pytest
 from reference import get_scheme, golden
 from reference.ops.elementwise import add_sub_params, litert_compare_operand, real_values_exact
 from suite import spec
-from suite.case import Case, Tensor
-from suite.findings import match as finding_for
-from suite.generate import get_generator, make_case
+from suite.core.case import Case, Tensor
+from suite.core.findings import match as finding_for
+from suite.cases.generate import get_generator, make_case
 
 OPS = ["ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL",
        "EQUAL", "NOT_EQUAL", "QUANTIZE", "DEQUANTIZE", "ARG_MAX", "ARG_MIN"]
@@ -420,7 +420,7 @@ def test_generated_cases_bit_exact_on_tflite_ref(op, tflite_ref):
 # =========================================================================== case-file mistakes
 
 def test_output_shape_the_op_does_not_compute_is_one_clear_error():
-    from suite.errors import QconformError
+    from suite.core.errors import QconformError
     a, b = t8(np.arange(6).reshape(2, 3), 0.1, 0), t8(np.arange(6).reshape(2, 3), 0.1, 0)
     for shape in [(2, 3, 2), (3, 2), (6,)]:      # wrong size; right size, other order; other rank
         c = binary("ADD", a, b, 0.2, 0)
@@ -438,7 +438,7 @@ def test_output_shape_the_op_does_not_compute_is_one_clear_error():
 
 
 def test_bad_options_and_axes_are_one_clear_error():
-    from suite.errors import QconformError
+    from suite.core.errors import QconformError
     c = binary("ADD", t8([1, 2], 0.1, 0), t8([3, 4], 0.1, 0), 0.2, 0, act="TANH")
     with pytest.raises(QconformError, match="TANH"):
         golden(c)
@@ -452,7 +452,7 @@ def test_bad_options_and_axes_are_one_clear_error():
 
 
 def test_qconform_golden_reports_a_bad_case_in_one_line(tmp_path, capsys):
-    from suite.case import save_case
+    from suite.core.case import save_case
     from suite.cli import main
     c = binary("ADD", t8([1, 2, 3], 0.1, 0), t8([3, 4, 5], 0.1, 0), 0.2, 0)
     c.outputs[0].shape = (4,)

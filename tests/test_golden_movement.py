@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from reference import golden
-from suite.case import Case, Tensor
-from suite.errors import QconformError
-from suite.generate import generate, make_case
-from suite.spec import check_case
+from suite.core.case import Case, Tensor
+from suite.core.errors import QconformError
+from suite.cases.generate import generate, make_case
+from suite.core.spec import check_case
 
 OPS = ["RESHAPE", "SQUEEZE", "CONCATENATION", "TRANSPOSE", "GATHER", "SLICE", "STRIDED_SLICE", "PAD",
        "PADV2", "SPACE_TO_DEPTH", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND", "SHAPE"]
@@ -270,7 +270,7 @@ def test_litert_rejects_concatenation_with_a_fused_activation():
 
 
 def test_xnnpack_concatenation_finding_still_holds():
-    """suite/findings.toml xnnpack-concat-ignores-activation: the default (XNNPACK) path runs
+    """suite/core/findings.toml xnnpack-concat-ignores-activation: the default (XNNPACK) path runs
     a CONCATENATION with a fused activation and ignores it. If this fails, drop the finding."""
     c = make_case("CONCATENATION", "fused_act", 1)
     (o,) = _run([c], "tflite")

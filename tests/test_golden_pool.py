@@ -12,10 +12,10 @@ import pytest
 
 from reference import golden
 from reference.ops.pool import inv_sqrt_multiplier, mean_multiplier
-from suite.case import Case, Tensor
-from suite.errors import QconformError
-from suite.generate import generate, make_case
-from suite.spec import check_case
+from suite.core.case import Case, Tensor
+from suite.core.errors import QconformError
+from suite.cases.generate import generate, make_case
+from suite.core.spec import check_case
 
 OPS = ["AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN", "SUM", "L2_NORMALIZATION", "RESIZE_BILINEAR"]
 
@@ -274,7 +274,7 @@ def test_bit_exact_against_tflite_ref(op):
 
 
 def test_sum_finding_still_holds_on_tflite_ref():
-    """suite/findings.toml litert-ref-sum-int8-as-uint8: LiteRT's reference SUM reads int8 as
+    """suite/core/findings.toml litert-ref-sum-int8-as-uint8: LiteRT's reference SUM reads int8 as
     uint8. If this starts failing, LiteRT fixed it: drop the finding."""
     c = reduce_case("SUM", [[1, 2, 3, 10], [-1, -2, -3, -10]], [1], (2,))
     (o,) = _run_ref([c])

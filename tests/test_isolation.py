@@ -13,9 +13,9 @@ import time
 import numpy as np
 import pytest
 
-from suite.generate import generate
-from suite.isolation import Isolator, check_outcome, check_outcomes, spec_of
-from suite.runner import Run, RunConfig
+from suite.cases.generate import generate
+from suite.harness.isolation import Isolator, check_outcome, check_outcomes, spec_of
+from suite.harness.runner import Run, RunConfig
 from targets.base import Outcome, Timing
 from tests.conftest import ROOT
 from tests.fault_targets import EXPECTED, BatchedFaulty, Faulty, InProcessFaulty
@@ -140,8 +140,8 @@ def test_check_outcomes_names_what_is_wrong():
 
 def test_nan_in_a_float32_output_is_garbage():
     """NaN where float32 values are due (DEQUANTIZE) is an ``error``, not a distance in ULP."""
-    from suite.case import Tensor
-    from suite.compare import compare
+    from suite.core.case import Tensor
+    from suite.core.compare import compare
     spec = [Tensor("float32", (3,))]
     want = [np.array([1.0, 2.0, 3.0], np.float32)]
     assert "NaN" in compare(want, [np.array([1.0, np.nan, 3.0], np.float32)], spec).garbage
@@ -158,7 +158,7 @@ def test_worker_dies_with_its_parent(tmp_path):
     script = (
         "import json, os, sys, threading\n"
         f"sys.path.insert(0, {str(ROOT)!r})\n"
-        "from suite.generate import generate\n"
+        "from suite.cases.generate import generate\n"
         "from suite.isolation import Isolator\n"
         "from targets.base import Timing\n"
         "from tests.fault_targets import Faulty\n"
@@ -222,7 +222,7 @@ def test_parts_in_one_message_a_crash_in_one_part_is_that_case_and_the_rest_go_t
 
 
 def test_submitted_parts_wait_in_the_worker_and_run_on_go_or_are_dropped(monkeypatch):
-    from suite.isolation import Worker
+    from suite.harness.isolation import Worker
     monkeypatch.setenv("QCONFORM_FAULTS", "{}")
     cases = generate(["ADD", "MUL"], 4, 0)
     a, b = _parts(cases[:6], 3), _parts(cases[6:10], 2)

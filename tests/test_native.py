@@ -14,10 +14,10 @@ import pytest
 from reference import golden, native
 from reference.ops import conv as C
 from reference.schemes import SCHEMES
-from suite.case import Case
-from suite.generate import get_generator, make_case
+from suite.core.case import Case
+from suite.cases.generate import get_generator, make_case
 
-from .test_golden_conv import act, out, weights, wrap_case
+from tests.test_golden_conv import act, out, weights, wrap_case
 
 _CC = (os.environ.get("CC") or "cc").split()[0]
 needs_cc = pytest.mark.skipif(shutil.which(_CC) is None, reason=f"no C compiler ({_CC}) on this machine")
@@ -126,5 +126,5 @@ def test_a_build_that_crashes_is_probed_in_another_process(fresh_native, tmp_pat
 
 
 def test_the_golden_cache_key_covers_the_c_source():
-    from suite.golden_cache import golden_files
+    from suite.harness.golden_cache import golden_files
     assert native.SOURCE.resolve() in [p.resolve() for p in golden_files()]

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from suite.errors import QconformError
-from suite.generate import generate
+from suite.core.errors import QconformError
+from suite.cases.generate import generate
 from targets import get_target
 from targets.base import Timing
 from targets.netrun import NetrunTarget, load_profile

@@ -7,11 +7,11 @@ import pytest
 
 from reference import golden, onnx_ops
 from reference.ops.onnx_qdq import qparams
-from suite.case import Case, Tensor, case_from_dict, load_case, save_case
-from suite.dtypes import DTYPES
-from suite.errors import QconformError
-from suite.generate import generate, get_generator, plan_ids
-from suite.spec import SPEC_DIR, check_case, table
+from suite.core.case import Case, Tensor, case_from_dict, load_case, save_case
+from suite.core.dtypes import DTYPES
+from suite.core.errors import QconformError
+from suite.cases.generate import generate, get_generator, plan_ids
+from suite.core.spec import SPEC_DIR, check_case, table
 
 try:
     import tomllib

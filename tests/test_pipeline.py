@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from suite.generate import generate
-from suite.runner import Run, RunConfig
+from suite.cases.generate import generate
+from suite.harness.runner import Run, RunConfig
 from tests.fault_targets import Faulty
 from tests.conftest import rows_written as _rows
 
@@ -251,7 +251,7 @@ def test_a_runner_error_fails_only_its_hand_over(tmp_path, monkeypatch):
 
 
 def test_a_worker_started_early_is_no_timeout_when_its_first_batch_comes_late(tmp_path, monkeypatch):
-    from suite.isolation import Isolator
+    from suite.harness.isolation import Isolator
     from targets.base import Timing
     monkeypatch.setenv("QCONFORM_FAULTS", "{}")
     iso = Isolator(Faulty(), timeout=1, start_timeout=1)
@@ -265,7 +265,7 @@ def test_a_worker_started_early_is_no_timeout_when_its_first_batch_comes_late(tm
 
 
 def test_cancel_while_the_worker_starts_ends_the_batch_at_once(tmp_path, monkeypatch):
-    from suite.isolation import Isolator
+    from suite.harness.isolation import Isolator
     from targets.base import Timing
     monkeypatch.setenv("QCONFORM_FAULTS", "{}")
     target = Faulty()
@@ -328,7 +328,7 @@ def test_a_damaged_golden_cache_file_is_ignored(tmp_path):
 # ----------------------------------------------------------------------------- hand-overs and the guessed plan
 
 def test_windows_hand_several_ops_to_a_target_in_one_message_with_the_same_verdicts(tmp_path, monkeypatch):
-    from suite.isolation import Worker
+    from suite.harness.isolation import Worker
     monkeypatch.setenv("QCONFORM_FAULTS", json.dumps({}))
     cases = generate(["ADD", "MUL", "SUB"], 5, 0)
     kinds = []
@@ -610,7 +610,7 @@ def test_a_run_without_a_session_leaves_no_worker_or_thread(tmp_path, how):
 def test_a_target_gets_its_cases_before_the_next_targets_get_theirs_ahead(tmp_path, monkeypatch):
     """The runner sends the next targets their cases (gated, Run.submit) only once the target
     whose turn it is has its own message: that worker never waits on the others' pickling."""
-    from suite.isolation import Worker
+    from suite.harness.isolation import Worker
     from tests.fault_targets import BatchedFaulty, OtherBatchedFaulty
     monkeypatch.setenv("QCONFORM_FAULTS", "{}")
     monkeypatch.setattr("suite.pipeline.WINDOW_CASES", 4)   # several windows

@@ -8,8 +8,8 @@ import shlex
 import subprocess
 import sys
 
-from suite.case import save_case
-from suite.generate import make_case
+from suite.core.case import save_case
+from suite.cases.generate import make_case
 from tests.conftest import ROOT
 from tests.conftest import rows_written as _rows
 

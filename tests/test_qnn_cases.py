@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import suite.generate as G
+import suite.cases.generate as G
 from reference import golden, onnx_ops
-from suite.encodings import compute_encoding
-from suite.generators.qnn import dequantized
-from suite.spec import check_case, table
+from suite.core.encodings import compute_encoding
+from suite.cases.generators.qnn import dequantized
+from suite.core.spec import check_case, table
 
 OPS = ["CONV_2D", "FULLY_CONNECTED", "ADD", "MUL", "AVERAGE_POOL_2D", "SOFTMAX"]
 CASES = [(op, v, i) for op in OPS for v in ("qnn_u8", "qnn_u16") for i in range(3)]

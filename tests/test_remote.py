@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from suite.errors import QconformError
-from suite.generate import generate
+from suite.core.errors import QconformError
+from suite.cases.generate import generate
 from targets import get_target
 from targets.base import Timing
 from targets.remote import RemoteTarget, remote_target

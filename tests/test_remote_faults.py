@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from suite.generate import generate
+from suite.cases.generate import generate
 from targets import get_target
 from targets.base import Timing
 from targets.remote import RemoteTarget

@@ -15,7 +15,7 @@ import pytest
 
 from reports.causes import analyse, best_scheme, cause_counts, error_histogram
 from reports.results import read_rows
-from suite.case import Case, Tensor
+from suite.core.case import Case, Tensor
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from reference import golden, has_golden
-from suite.case import load_case, save_case
-from suite.errors import QconformError
-from suite.generate import make_case
-from suite.shrink import Judgement, elements, shrink, window_case
-from suite.spec import check_case
+from suite.core.case import load_case, save_case
+from suite.core.errors import QconformError
+from suite.cases.generate import make_case
+from suite.harness.shrink import Judgement, elements, shrink, window_case
+from suite.core.spec import check_case
 
 BUG = "tests.helper_targets:SaturationBug"
 
@@ -46,7 +46,7 @@ def _random_windows(shape, rng, n):
 def test_a_window_case_computes_exactly_that_window(op, variants):
     """The golden of every sub-case equals the same window of the original golden."""
     _needs(op)
-    from suite.generate import get_generator
+    from suite.cases.generate import get_generator
     known = get_generator(op).variants
     rng = np.random.default_rng(7)
     checked = 0

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from suite import spec
-from suite.generate import generate, generator_ops, get_generator, make_case
+from suite.cases.generate import generate, generator_ops, get_generator, make_case
 
 SPEC_DOC_OPS = [
     "ADD", "AVERAGE_POOL_2D", "CONCATENATION", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED",

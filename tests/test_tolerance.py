@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from suite.errors import QconformError
-from suite.tolerance import load_policy
+from suite.core.errors import QconformError
+from suite.core.tolerance import load_policy
 
 
 def test_default_policy_is_exact_for_reference_and_data_movement():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from suite.errors import QconformError
+from suite.core.errors import QconformError
 from targets.transport import (TransportError, make_transport, parse_device, parse_device_list,
                                shell_command)
 from tests.standins.conftest_fixtures import fake_adb, sshd  # noqa: F401  (fixtures)

@@ -14,7 +14,7 @@ import pytest
 
 from examples.kernels.c_conv.target import SOURCE, CConvTarget
 from examples.kernels.python_conv import PythonConvTarget
-from suite.generate import generate
+from suite.cases.generate import generate
 from targets import get_target
 from targets.base import Timing
 from tests.conftest import ROOT
@@ -129,7 +129,7 @@ def test_c_target_without_its_library_is_one_clear_error(run_suite):
 def test_a_target_module_that_raises_is_one_clear_error(tmp_path, monkeypatch):
     """A user's module that fails while importing (not only a missing one) is a QconformError
     naming the module, the exception and where it was raised, not a traceback."""
-    from suite.errors import QconformError
+    from suite.core.errors import QconformError
     from targets import load_class
     (tmp_path / "qc_broken_kernel.py").write_text("import numpy\nundefined_name\n")
     (tmp_path / "qc_bad_syntax_kernel.py").write_text("x = (\n")

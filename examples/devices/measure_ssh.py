@@ -29,7 +29,7 @@ def main() -> int:
                     help="the local htp target's QNN context cache folder (default off: both sides compile)")
     a = ap.parse_args()
     import numpy as np
-    from suite.generate import generate
+    from suite.cases.generate import generate
     from targets import get_target
     from targets.base import Timing
     from targets.remote import RemoteTarget

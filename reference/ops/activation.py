@@ -29,12 +29,12 @@ import math
 
 import numpy as np
 
-from suite.dtypes import DTYPES
-from suite.errors import QconformError
+from suite.core.dtypes import DTYPES
+from suite.core.errors import QconformError
 
-from .. import arith
-from ..common import attr_float, q, qrange, scale, zp
-from ..registry import register
+from reference import arith
+from reference.common import attr_float, q, qrange, scale, zp
+from reference.registry import register
 
 I32_MIN, I32_MAX = arith.INT32_MIN, arith.INT32_MAX
 

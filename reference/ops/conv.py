@@ -46,12 +46,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from suite.dtypes import DTYPES
-from suite.errors import QconformError
+from suite.core.dtypes import DTYPES
+from suite.core.errors import QconformError
 
-from .. import arith, native
-from ..common import act_range, attr_int, qrange, scale, zp
-from ..registry import register
+from reference import arith, native
+from reference.common import act_range, attr_int, qrange, scale, zp
+from reference.registry import register
 
 _F32_EXACT = 2 ** 24
 _F64_EXACT = 2 ** 53

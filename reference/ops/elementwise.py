@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from suite.dtypes import DTYPES
-from suite.errors import QconformError
+from suite.core.dtypes import DTYPES
+from suite.core.errors import QconformError
 
-from .. import arith
-from ..common import act_range, q, qrange, scale, zp
-from ..registry import register
+from reference import arith
+from reference.common import act_range, q, qrange, scale, zp
+from reference.registry import register
 
 ADD_LEFT_SHIFT = 20        # add.cc / sub.cc Prepare: 8-bit inputs are shifted left by 20 ...
 ADD_LEFT_SHIFT_16 = 15     # ... 16-bit ones by 15 (65535 << 15 still fits in int32)

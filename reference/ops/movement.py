@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from suite.errors import QconformError
+from suite.core.errors import QconformError
 
-from ..common import act_range, attr_int, attr_ints, q
-from ..registry import register
+from reference.common import act_range, attr_int, attr_ints, q
+from reference.registry import register
 
 
 # --------------------------------------------------------------------------- helpers

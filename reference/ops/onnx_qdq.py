@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import onnx_ops
-from ..common import attr_int
-from ..registry import register
+from reference import onnx_ops
+from reference.common import attr_int
+from reference.registry import register
 
 
 def qparams(case, t) -> tuple[np.ndarray, np.ndarray, int, int]:

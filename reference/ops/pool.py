@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from suite.errors import QconformError
+from suite.core.errors import QconformError
 
-from .. import arith
-from ..common import act_range, attr_int, q, qrange, scale, zp
-from ..registry import register
+from reference import arith
+from reference.common import act_range, attr_int, q, qrange, scale, zp
+from reference.registry import register
 
 INT32_MAX = arith.INT32_MAX
 
@@ -244,7 +244,7 @@ def reduce_sum(case, scheme):
     """The spec's SUM: sum (q - z_in) * s_in / s_out + z_out, rounded and clamped, with
     LiteRT's QuantizedMeanOrSum(compute_sum=true) arithmetic on int8 codes: MBQM(sum q -
     z_in * N, m, shift) + z_out, m, shift = QuantizeMultiplier(s_in / s_out). (LiteRT 2.3's
-    reference registration reads int8 data as uint8: see suite/findings.toml.)"""
+    reference registration reads int8 data as uint8: see suite/core/findings.toml.)"""
     return _reduce_quantized(case, scheme, divide=False)
 
 

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..errors import QconformError
+from suite.core.errors import QconformError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -146,7 +146,7 @@ def main(args) -> int:
         print(suite_run.table(rows), flush=True)
         for r in rows:
             if r.timing:
-                from ..timing import lines
+                from suite.harness.timing import lines
                 print(f"\n  {r.label}, -n {r.workers}:")
                 for ln in lines(r.timing):
                     print("  " + ln)

@@ -14,7 +14,7 @@ import hashlib
 import sys
 from pathlib import Path
 
-from ..errors import QconformError
+from suite.core.errors import QconformError
 
 
 def register(sub):
@@ -33,8 +33,8 @@ def register(sub):
 
 
 def run(args) -> int:
-    from ..case import save_case
-    from ..generate import DEFAULT_CASES_PER_OP, generate, generator_ops
+    from suite.core.case import save_case
+    from suite.cases.generate import DEFAULT_CASES_PER_OP, generate, generator_ops
     n = args.cases_per_op if args.cases_per_op is not None else DEFAULT_CASES_PER_OP
     if n < 1:
         raise QconformError(f"must be >= 1 (got {n})", field="--cases-per-op")
@@ -62,7 +62,7 @@ def run(args) -> int:
             from reference import has_golden
             if not has_golden(c.op):
                 continue
-            from .golden import _golden_doc, _write
+            from suite.commands.golden import _golden_doc, _write
             p = out / f"{c.id}.golden.json"
             _write(p, _golden_doc(c, args.scheme))
             written.append(p)

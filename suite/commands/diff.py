@@ -31,7 +31,7 @@ def register(sub):
 
 def run(args) -> int:
     from reports.diff import diff_runs, to_markdown, to_text, write_csv
-    from ..errors import QconformError
+    from suite.core.errors import QconformError
     if args.latency_threshold < 0:
         raise QconformError(f"must be >= 0 (got {args.latency_threshold})", field="--latency-threshold")
     d = diff_runs(args.baseline, args.run_dir, args.latency_threshold, args.allow_missing)

@@ -29,7 +29,7 @@ def _fmt(values, fmt: str, limit: int = 4) -> str:
 
 
 def run(args) -> int:
-    from ..encodings import read_encodings
+    from suite.core.encodings import read_encodings
     tensors = read_encodings(args.file, axis=args.axis)
     if args.json:
         print(json.dumps([t.as_dict() for t in tensors], indent=2))

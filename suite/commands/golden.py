@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..errors import QconformError
+from suite.core.errors import QconformError
 
 
 def register(sub):
@@ -36,8 +36,8 @@ def _golden_doc(case, scheme) -> dict:
 
 
 def run(args) -> int:
-    from ..case import expand_case_paths, load_case
-    from ..spec import check_case
+    from suite.core.case import expand_case_paths, load_case
+    from suite.core.spec import check_case
     from reference import SCHEMES, has_golden
     from reference.schemes import get_scheme
     if args.scheme is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..errors import QconformError
+from suite.core.errors import QconformError
 
 
 def register(sub):

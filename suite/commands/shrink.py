@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..errors import QconformError
+from suite.core.errors import QconformError
 
 
 def register(sub):
@@ -19,7 +19,7 @@ def register(sub):
     p.add_argument("case", metavar="CASE.json", help="the failing case file")
     p.add_argument("--target", help="the target it fails on (default: the failure file's 'target')")
     p.add_argument("-o", "--output", metavar="FILE", help="where the shrunk case goes (default <CASE>.shrunk.json)")
-    p.add_argument("--tolerance", metavar="FILE", help="tolerance policy (default suite/tolerances.toml)")
+    p.add_argument("--tolerance", metavar="FILE", help="tolerance policy (default suite/core/tolerances.toml)")
     p.add_argument("--scheme", help="requantization scheme of the golden (default tflite-ref-double)")
     p.add_argument("--any-mismatch", action="store_true",
                    help="shrink while any element differs (default: while the verdict is a failure)")
@@ -31,9 +31,9 @@ def register(sub):
 
 
 def run(args) -> int:
-    from ..case import load_case
-    from ..shrink import make_judge, shrink, shrunk_document
-    from ..spec import check_case
+    from suite.core.case import load_case
+    from suite.harness.shrink import make_judge, shrink, shrunk_document
+    from suite.core.spec import check_case
     src = Path(args.case)
     case = load_case(src)
     problems = check_case(case)

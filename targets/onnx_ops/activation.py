@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from suite.dtypes import DTYPES
+from suite.core.dtypes import DTYPES
 
-from ..onnx_model import Builder, onnx_op
+from targets.onnx_model import Builder, onnx_op
 
 
 def _dq_scaled(b: Builder, factor: float) -> str:

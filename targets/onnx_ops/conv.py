@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from reference.ops.conv import conv_geometry, out_size, pad_before
 
-from ..onnx_model import NCHW_TO_NHWC, NHWC_TO_NCHW, Builder, onnx_op
+from targets.onnx_model import NCHW_TO_NHWC, NHWC_TO_NCHW, Builder, onnx_op
 
 OHWI_TO_OIHW = (0, 3, 1, 2)
 DW_1HWO_TO_O1HW = (3, 0, 1, 2)

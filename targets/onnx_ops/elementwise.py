@@ -11,7 +11,7 @@ indices are int64, so an int32 output gets a Cast.
 
 from __future__ import annotations
 
-from ..onnx_model import Builder, GraphOutput, onnx_op
+from targets.onnx_model import Builder, GraphOutput, onnx_op
 
 _BINARY = {"ADD": "Add", "SUB": "Sub", "MUL": "Mul", "MAXIMUM": "Max", "MINIMUM": "Min"}
 _COMPARE = {"LESS": "Less", "LESS_EQUAL": "LessOrEqual", "GREATER": "Greater",

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from suite.dtypes import DTYPES
-from suite.errors import Unsupported
+from suite.core.dtypes import DTYPES
+from suite.core.errors import Unsupported
 
-from ..onnx_model import NCHW_TO_NHWC, NHWC_TO_NCHW, Builder, onnx_op
+from targets.onnx_model import NCHW_TO_NHWC, NHWC_TO_NCHW, Builder, onnx_op
 
 
 def _i64(values) -> np.ndarray:

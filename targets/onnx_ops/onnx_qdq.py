@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..onnx_model import Builder, GraphOutput, onnx_op
+from targets.onnx_model import Builder, GraphOutput, onnx_op
 
 
 def _qparam_consts(b: Builder, t) -> tuple[str, str]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from suite.errors import Unsupported
+from suite.core.errors import Unsupported
 
-from ..onnx_model import NCHW_TO_NHWC, NHWC_TO_NCHW, Builder, hw_attrs, onnx_op
+from targets.onnx_model import NCHW_TO_NHWC, NHWC_TO_NCHW, Builder, hw_attrs, onnx_op
 
 
 def _nchw_out(b: Builder, y: str) -> None:

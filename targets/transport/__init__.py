@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Sequence
 from urllib.parse import parse_qsl
 
-from suite.errors import QconformError
+from suite.core.errors import QconformError
 
 KINDS = ("local", "ssh", "adb")
 
@@ -263,10 +263,10 @@ def make_transport(spec: DeviceSpec | str) -> Transport:
     if isinstance(spec, str):
         spec = parse_device(spec)
     if spec.kind == "local":
-        from .local import LocalTransport
+        from targets.transport.local import LocalTransport
         return LocalTransport(spec)
     if spec.kind == "ssh":
-        from .ssh import SshTransport
+        from targets.transport.ssh import SshTransport
         return SshTransport(spec)
-    from .adb import AdbTransport
+    from targets.transport.adb import AdbTransport
     return AdbTransport(spec)

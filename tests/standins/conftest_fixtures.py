@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from .fake_adb_server import FakeAdbServer
-from .sshd import sshd_missing, start_sshd
+from tests.standins.fake_adb_server import FakeAdbServer
+from tests.standins.sshd import sshd_missing, start_sshd
 
 HERE = Path(__file__).resolve().parent
 

@@ -1,6 +1,6 @@
 """Deterministic, seeded generation of operator cases from the spec tables.
 
-Each operator has a generator (``suite/generators/*.py``, registered with
+Each operator has a generator (``suite/cases/generators/*.py``, registered with
 ``@generator``) and a set of named variants: edge variants with a fixed number
 of cases each (saturation at both ends, zero points at the dtype limits, odd
 shapes, ...) and ``random`` taking the rest. A case's random stream depends only
@@ -18,8 +18,8 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .case import Case, Tensor
-from .dtypes import DTYPES
+from suite.core.case import Case, Tensor
+from suite.core.dtypes import DTYPES
 
 DEFAULT_CASES_PER_OP = 30
 DEFAULT_SEED = 0
@@ -87,7 +87,7 @@ def _load():
     global _loaded
     if _loaded:
         return
-    from . import generators as pkg
+    from suite.cases import generators as pkg
     for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         importlib.import_module(f"{pkg.__name__}.{m.name}")
     _loaded = True
@@ -97,7 +97,7 @@ def generator_ops() -> list[str]:
     """Operators with a generator, in spec-table order (LiteRT int8 first, then other tables)."""
     _load()
     ops = list(_GENERATORS) + [op for op in _EXTRA if op not in _GENERATORS]
-    from .spec import tables
+    from suite.core.spec import tables
     order: dict[str, int] = {}
     for t in sorted(tables().values(), key=lambda t: (t.name != "litert-int8", t.name)):
         for op in t.ops:

@@ -17,8 +17,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .dtypes import DTYPES
-from .errors import QconformError
+from suite.core.dtypes import DTYPES
+from suite.core.errors import QconformError
 
 FORMAT = "qconform-case/1"
 
@@ -227,7 +227,7 @@ def case_from_dict(obj: Any, source: str = "<case>") -> Case:
     op = obj.get("op")
     if not isinstance(op, str) or not op:
         v.fail("op", "must be a LiteRT builtin operator name such as \"CONV_2D\"", "op name")
-    from . import spec as _spec  # local import: spec imports this module
+    from suite.core import spec as _spec  # local import: spec imports this module
     spec_name = obj.get("spec", "litert-int8")
     if not isinstance(spec_name, str) or spec_name not in _spec.tables():
         v.fail("spec", f"unknown spec table {json.dumps(spec_name)} (known: {', '.join(_spec.tables())})",

@@ -1,4 +1,4 @@
-"""Known disagreements between runtimes and the spec (``suite/findings.toml``)."""
+"""Known disagreements between runtimes and the spec (``suite/core/findings.toml``)."""
 
 from __future__ import annotations
 

@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from .case import Case
-from .compare import Comparison, compare
-from .errors import QconformError
-from .tolerance import Policy, Tolerance, load_policy
+from suite.core.case import Case
+from suite.core.compare import Comparison, compare
+from suite.core.errors import QconformError
+from suite.core.tolerance import Policy, Tolerance, load_policy
 
 DEFAULT_REPORT_DIR = "reports/latest"
 DEFAULT_BATCH = 64
@@ -97,7 +97,7 @@ class Verdict:
     tolerance: Tolerance | None = None
     reason: str = ""
     row: dict[str, Any] = field(default_factory=dict)
-    finding: Any = None              # a known runtime/spec disagreement (suite/findings.toml)
+    finding: Any = None              # a known runtime/spec disagreement (suite/core/findings.toml)
 
     def message(self) -> str:
         c, cmp = self.case, self.comparison
@@ -136,7 +136,7 @@ class Run:
         self._versions: dict[str, dict[str, str]] = {}
         self._golden = _BytesLRU(GOLDEN_CACHE_BYTES, lambda outs: sum(np.asarray(a).nbytes for a in outs))
         self._digests: dict[int, tuple[Case, str]] = {}   # id(case) -> (case, digest): computed once
-        from reports.waivers import load_waivers
+        from suite.core.waivers import load_waivers
         self.waivers = load_waivers(config.waivers)
         self._pending: dict[tuple[str, str], OrderedDict[str, Case]] = defaultdict(OrderedDict)
         self._singles: dict[tuple[str, str], int] = {}
@@ -153,7 +153,7 @@ class Run:
         self._disk = None
         self._analyses = None   # suite.golden_cache.AnalysisCache with a golden cache
         if config.golden_cache:
-            from .golden_cache import AnalysisCache, GoldenCache
+            from suite.harness.golden_cache import AnalysisCache, GoldenCache
             self._disk = GoldenCache(Path(config.golden_cache))
             self._analyses = AnalysisCache(Path(config.golden_cache))
         self._plan: list[tuple[Case, str]] = []
@@ -209,7 +209,7 @@ class Run:
         only the pairs that will be reported are written and run."""
         if self._pipeline is not None or not self._plan or not self.pipelines():
             return False
-        from .pipeline import Pipeline
+        from suite.harness.pipeline import Pipeline
         if guess:
             self._hold = []
         if self.kept_rows is not None:
@@ -366,7 +366,7 @@ class Run:
 
         Neither ``on_outcome`` nor ``while_running`` counts as the target's time."""
         from targets.base import run_in_parts
-        from .isolation import check_outcomes
+        from suite.harness.isolation import check_outcomes
         t0 = time.perf_counter()
         aside = [0.0]
 
@@ -457,7 +457,7 @@ class Run:
                 if v.status == "fail":
                     self._save_failure(case, target, want, o.outputs)
         if v.status in ("fail", "crash", "timeout", "error"):
-            from .findings import match
+            from suite.core.findings import match
             f = match(case.op, target, case.variant, v.status)
             if f is not None:
                 v.finding = f
@@ -598,7 +598,7 @@ class Run:
     def _isolator(self, target: str):
         """The worker-process runner of ``target``, or None when it runs in this process."""
         if target not in self._isolators:
-            from .isolation import isolator_for
+            from suite.harness.isolation import isolator_for
             self._isolators[target] = isolator_for(self.targets[target], self.config.isolation, self.config.timeout)
         return self._isolators[target]
 
@@ -638,8 +638,8 @@ class Run:
 
 def load_case_files(paths: list[str]) -> list[Case]:
     """Load and spec-check case files; raises QconformError on the first bad one."""
-    from .case import expand_case_paths, load_case
-    from .spec import check_case
+    from suite.core.case import expand_case_paths, load_case
+    from suite.core.spec import check_case
     cases = []
     seen: dict[str, str] = {}
     for p in expand_case_paths(paths):

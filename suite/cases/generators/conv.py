@@ -34,9 +34,9 @@ import numpy as np
 from reference.ops.conv import (batch_matmul_acc, conv_acc, depthwise_acc, fc_acc, out_size,
                                 pad_before, transpose_conv_acc)
 
-from ..case import Case, Tensor
-from ..generate import Gen, f32, generator
-from ..spec import rule
+from suite.core.case import Case, Tensor
+from suite.cases.generate import Gen, f32, generator
+from suite.core.spec import rule
 
 ACTS = ["NONE", "NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
 
@@ -265,7 +265,7 @@ def gen_conv_2d(g: Gen) -> Case:
 # "no_bias": LiteRT 2.3.0's optimized int8 DEPTHWISE_CONV_2D kernel (default and
 # BUILTIN_WITHOUT_DEFAULT_DELEGATES resolvers) segfaults on a model without a bias; the worker
 # process of the tflite target dies and the case is a `crash`, labelled by the known finding
-# litert-opt-dwconv-no-bias-segfault (suite/findings.toml). The reference kernel is exact.
+# litert-opt-dwconv-no-bias-segfault (suite/core/findings.toml). The reference kernel is exact.
 DW_VARIANTS = {"perchannel_wide": 2, "tie": 2, "dbl_vs_single": 2, "acc_extreme": 1, "mult_extreme": 2,
                "strided": 1, "dilated": 1, "per_tensor": 1, "depth_multiplier": 2, "no_bias": 1}
 

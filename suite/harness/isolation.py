@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 from targets.base import Outcome, Target
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TIMEOUT = 60.0        # seconds per case
 START_TIMEOUT = 120.0         # seconds for a worker to start and build its target
 CLOSE_TIMEOUT = 5.0
@@ -133,7 +133,7 @@ class Worker:
         # NumPy's BLAS threads in a worker only spin-wait beside the runtime under test (about
         # 0.1 s of CPU per worker and run, taken from the other processes on a small machine)
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
-        self.proc = subprocess.Popen([sys.executable, "-m", "suite.worker"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "suite.harness.worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.log_fd, start_new_session=True,
                                      env=env, close_fds=True)
         _grow_pipe(self.proc.stdout.fileno())
@@ -156,7 +156,7 @@ class Worker:
 
     def send(self, msg) -> bool:
         """Send one frame; False if the worker is gone."""
-        from .worker import send
+        from suite.harness.worker import send
         try:
             send(self.proc.stdin.fileno(), msg)
             return True
@@ -165,7 +165,7 @@ class Worker:
 
     def recv(self, timeout: float):
         """("msg", obj) | ("bad", text) | _TIMEOUT | _DEAD."""
-        from .worker import _HEAD
+        from suite.harness.worker import _HEAD
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
         while True:
@@ -208,7 +208,7 @@ class Worker:
         lines = [ln.rstrip() for ln in raw.decode("utf-8", "replace").splitlines()]
         noise = ("Extension modules:", "Current thread", "Stack (most recent", "Thread 0x")
         lines = [ln for ln in lines if ln.strip() and not ln.startswith(noise)
-                 and "suite/worker.py" not in ln and "<frozen runpy>" not in ln]
+                 and "suite/harness/worker.py" not in ln and "<frozen runpy>" not in ln]
         return " | ".join(ln.strip() for ln in lines[-10:])[-1200:]
 
     def exit_status(self, wait: float = 5.0) -> tuple[str, dict[str, Any]]:

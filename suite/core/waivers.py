@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-from suite.errors import QconformError
+from suite.core.errors import QconformError
 
 FORMAT = "qconform-waivers/1"
 WAIVABLE = ("fail", "error", "crash", "timeout")
@@ -119,7 +119,7 @@ def _date(v, src: str, where: str) -> _dt.date:
 
 def load_waiver_file(path: str | Path) -> list[Waiver]:
     src = str(path)
-    from suite.userfile import load_toml
+    from suite.core.userfile import load_toml
     raw = load_toml(path, "waiver file", "--waivers", FORMAT)
     allowed_top = {"format", "target", "waiver"}
     extra = set(raw) - allowed_top

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .dtypes import DTYPES
+from suite.core.dtypes import DTYPES
 
 
 @dataclass

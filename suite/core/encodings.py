@@ -54,8 +54,8 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import DTYPES, pack_int4, unpack_int4
-from .errors import QconformError
+from suite.core.dtypes import DTYPES, pack_int4, unpack_int4
+from suite.core.errors import QconformError
 
 MIN_RANGE = 0.01
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -254,7 +254,7 @@ class TensorQuant:
 
     def tensor(self, shape, data=None, const: bool | None = None):
         """A :class:`suite.case.Tensor` with these parameters (per-channel along ``axis``)."""
-        from .case import Tensor
+        from suite.core.case import Tensor
         if not self.quantized:
             return Tensor("float32", tuple(shape), data, const=const)
         axis = 0 if self.axis is None else self.axis

@@ -29,7 +29,7 @@ from pathlib import Path
 
 FORMAT = "qconform-golden-cache/1"   # also in the version hash
 MAX_BYTES = 128 << 20
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def folder_of(option: str | None) -> Path | None:
@@ -41,7 +41,7 @@ def folder_of(option: str | None) -> Path | None:
 def golden_files() -> list[Path]:
     """The files the golden is made of: ``reference/**/*.py``, its C file(s) and ``suite/dtypes.py``."""
     return sorted(p for p in (ROOT / "reference").rglob("*") if p.suffix in (".py", ".c")
-                  and "__pycache__" not in p.parts) + [ROOT / "suite" / "dtypes.py"]
+                  and "__pycache__" not in p.parts) + [ROOT / "suite" / "core" / "dtypes.py"]
 
 
 _VERSIONS: dict[str, str] = {}   # name -> version, computed once per process
@@ -182,7 +182,7 @@ def analysis_version() -> str:
     """The cause analysis' version: the golden's (every scheme's golden is an input), the
     analysis and comparison code (``reports/causes.py``, ``suite/compare.py``)."""
     return _files_version("analysis", f"{ANALYSIS_MAGIC!r}\0{version()}\0",
-                          lambda: [ROOT / "reports" / "causes.py", ROOT / "suite" / "compare.py"])
+                          lambda: [ROOT / "reports" / "causes.py", ROOT / "suite" / "core" / "compare.py"])
 
 
 class AnalysisCache(_Store):

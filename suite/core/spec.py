@@ -1,6 +1,6 @@
 """Spec tables: the quantization rules each operator must follow, as data.
 
-Tables live in ``suite/spec/*.toml`` (one file per specification). This module
+Tables live in ``suite/core/tables/*.toml`` (one file per specification). This module
 loads them, resolves each tensor's role defaults, and checks a case against its
 table, naming the clause that a violation breaks.
 """
@@ -18,9 +18,9 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore
 
-from .dtypes import DTYPES
+from suite.core.dtypes import DTYPES
 
-SPEC_DIR = Path(__file__).parent / "spec"
+SPEC_DIR = Path(__file__).parent / "tables"
 
 
 @dataclass(frozen=True)

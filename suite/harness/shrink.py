@@ -30,8 +30,8 @@ from typing import Callable
 
 import numpy as np
 
-from .case import Case, Tensor
-from .errors import QconformError
+from suite.core.case import Case, Tensor
+from suite.core.errors import QconformError
 
 BINARY = {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "LESS", "LESS_EQUAL",
           "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL", "POW", "FLOOR_DIV", "FLOOR_MOD"}
@@ -282,9 +282,9 @@ def make_judge(target: str, tolerance_file: str | None = None, scheme: str | Non
     from targets import get_target
     from targets.base import Timing
 
-    from .compare import compare
-    from .isolation import check_outcome, isolator_for
-    from .tolerance import load_policy
+    from suite.core.compare import compare
+    from suite.harness.isolation import check_outcome, isolator_for
+    from suite.core.tolerance import load_policy
     t = target_obj if target_obj is not None else get_target(target)
     ok, why = t.availability()
     if not ok:
@@ -341,7 +341,7 @@ def _bad_positions(case: Case, j: Judgement, limit: int) -> list[tuple[int, ...]
 def shrink(case: Case, judge: Callable[[Case], Judgement], max_runs: int = 200, singles: int = 8,
            log: Callable[[str], None] | None = None) -> ShrinkResult:
     """The smallest failing sub-case found (see the module docstring)."""
-    from .spec import check_case
+    from suite.core.spec import check_case
     runs = tried = 0
     log = log or (lambda s: None)
     first = judge(case)

@@ -16,9 +16,9 @@ import numpy as np
 
 from reference import onnx_ops
 
-from ..case import Case, Tensor
-from ..encodings import Encoding, bias_encodings, compute_encoding, per_channel_encodings, quantize_per_channel
-from ..generate import Gen, generator
+from suite.core.case import Case, Tensor
+from suite.core.encodings import Encoding, bias_encodings, compute_encoding, per_channel_encodings, quantize_per_channel
+from suite.cases.generate import Gen, generator
 
 VARIANTS = {"qnn_u8": 3, "qnn_u16": 3}
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import QconformError
+from suite.core.errors import QconformError
 
 #: (run.json options key, RunConfig attribute, command-line option)
 CHECKED = (("seed", "seed", "--seed"), ("cases_per_op", "cases_per_op", "--cases-per-op"),

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..case import Case, Tensor
-from ..generate import Gen, f32, generator, real_values
+from suite.core.case import Case, Tensor
+from suite.cases.generate import Gen, f32, generator, real_values
 
 ACTS = ["NONE", "NONE", "NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
 COMPARISONS = ["LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL"]

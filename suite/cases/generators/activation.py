@@ -21,8 +21,8 @@ import numpy as np
 from reference import arith
 from reference.ops import activation as A
 
-from ..case import Case, Tensor
-from ..generate import Gen, f32, generator, rounding_inputs
+from suite.core.case import Case, Tensor
+from suite.cases.generate import Gen, f32, generator, rounding_inputs
 
 T = "litert-int8"
 SOFTMAX_OUT = (1.0 / 256.0, -128)
@@ -137,7 +137,7 @@ def _softmax_like(g: Gen, op: str) -> Case:
         desc = f"rows of {depth} equal values"
     elif v == "sum_overflow":
         # a row whose exps sum to >= 512 (512+ equal values): a valid input on which LiteRT's
-        # reference SOFTMAX aborts (TFLITE_CHECK(exponent <= 31)); see suite/findings.toml
+        # reference SOFTMAX aborts (TFLITE_CHECK(exponent <= 31)); see suite/core/findings.toml
         depth = g.choice([512, 600, 1024])
         clause.append("all_equal")
         desc = f"rows of {depth} equal values (sum of exps >= 512)"

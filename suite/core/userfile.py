@@ -14,7 +14,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore
 
-from .errors import QconformError
+from suite.core.errors import QconformError
 
 
 def load_toml(path: str | Path, what: str, option: str, fmt: str | None = None) -> dict[str, Any]:

@@ -7,8 +7,8 @@ import numpy as np
 from reference import arith
 from reference.ops.pool import mean_multiplier
 
-from ..case import Case
-from ..generate import Gen, f32, generator, real_values, rounding_inputs
+from suite.core.case import Case
+from suite.cases.generate import Gen, f32, generator, real_values, rounding_inputs
 
 ACTS = ["NONE", "NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
 T = "litert-int8"

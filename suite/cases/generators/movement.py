@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..case import Case, Tensor
-from ..generate import Gen, generator
+from suite.core.case import Case, Tensor
+from suite.cases.generate import Gen, generator
 
 # edge variants every movement op has (the Gen helpers give them their meaning)
 BASE = {"zp_min": 2, "zp_max": 2, "odd_shape": 2}

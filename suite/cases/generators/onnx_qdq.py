@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..case import Case, Tensor
-from ..dtypes import DTYPES
-from ..generate import Gen, generator
+from suite.core.case import Case, Tensor
+from suite.core.dtypes import DTYPES
+from suite.cases.generate import Gen, generator
 
 QTYPES = ["uint8", "int8", "uint16", "int16", "uint4", "int4"]
 SHORT = {"uint8": "u8", "int8": "i8", "uint16": "u16", "int16": "i16", "uint4": "u4", "int4": "i4"}

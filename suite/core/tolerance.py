@@ -4,7 +4,7 @@ A tolerance file (``qconform-tolerance/1``, TOML) is a list of ``[[rule]]`` tabl
 each matches op, target and output dtype by glob pattern, optionally only for
 given runtime versions, and sets ``max_abs_lsb`` (and optionally
 ``max_mismatch_pct``). The last matching rule wins, so a file reads from the
-general to the specific. The default file is ``suite/tolerances.toml``.
+general to the specific. The default file is ``suite/core/tolerances.toml``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-from .errors import QconformError
+from suite.core.errors import QconformError
 
 FORMAT = "qconform-tolerance/1"
 DEFAULT_FILE = Path(__file__).parent / "tolerances.toml"
@@ -94,7 +94,7 @@ class Policy:
 def load_policy(path: str | Path | None = None) -> Policy:
     path = Path(path) if path else DEFAULT_FILE
     src = str(path)
-    from .userfile import load_toml
+    from suite.core.userfile import load_toml
     raw = load_toml(path, "tolerance file", "--tolerance", FORMAT)
     rules_raw = raw.get("rule", [])
     if not isinstance(rules_raw, list) or not rules_raw:

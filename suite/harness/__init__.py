@@ -1,0 +1,1 @@
+"""The harness: run folders, planning, isolation, judging and result writing."""
