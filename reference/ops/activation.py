@@ -33,7 +33,8 @@ from suite.core.dtypes import DTYPES
 from suite.core.errors import QconformError
 
 from reference import arith
-from reference.common import attr_float, q, qrange, scale, zp
+from reference.common import q, qrange, scale, zp
+from suite.core.geometry import attr_float
 from reference.registry import register
 
 I32_MIN, I32_MAX = arith.INT32_MIN, arith.INT32_MAX

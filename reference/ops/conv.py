@@ -50,7 +50,8 @@ from suite.core.dtypes import DTYPES
 from suite.core.errors import QconformError
 
 from reference import arith, native
-from reference.common import act_range, attr_int, qrange, scale, zp
+from reference.common import act_range, qrange, scale, zp
+from suite.core.geometry import conv_geometry, out_size, pad_before
 from reference.registry import register
 
 _F32_EXACT = 2 ** 24
@@ -117,38 +118,6 @@ def _bias(case, idx: int, n: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- attributes
-
-def _padding(case) -> str:
-    p = case.attrs.get("padding", "SAME")   # LiteRT schema default (Padding enum 0)
-    if p not in ("SAME", "VALID"):
-        raise QconformError(f"must be SAME or VALID (got {p!r})", field="attrs.padding",
-                            rule=f"{case.op} option")
-    return p
-
-
-def conv_geometry(case):
-    """(stride_hw, dilation_hw, padding) of a CONV_2D / DEPTHWISE_CONV_2D / TRANSPOSE_CONV case."""
-    stride = (attr_int(case, "stride_h", 1, lo=1), attr_int(case, "stride_w", 1, lo=1))
-    if case.op == "TRANSPOSE_CONV":
-        dil = (1, 1)
-    else:
-        dil = (attr_int(case, "dilation_h_factor", 1, lo=1), attr_int(case, "dilation_w_factor", 1, lo=1))
-    return stride, dil, _padding(case)
-
-
-def out_size(n: int, k: int, s: int, d: int, padding: str) -> int:
-    """LiteRT ComputeOutSize (TensorFlow's GetWindowedOutputSize)."""
-    eff = (k - 1) * d + 1
-    if padding == "SAME":
-        return (n + s - 1) // s
-    return (n + s - eff) // s
-
-
-def pad_before(n: int, k: int, s: int, d: int, out: int) -> int:
-    """LiteRT ComputePadding: the leading (top/left) padding; the rest goes after."""
-    eff = (k - 1) * d + 1
-    return max((out - 1) * s + eff - n, 0) // 2
-
 
 def _check_out_hw(case, oh: int, ow: int, padding: str) -> None:
     if oh < 1 or ow < 1:

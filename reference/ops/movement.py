@@ -19,7 +19,8 @@ import numpy as np
 
 from suite.core.errors import QconformError
 
-from reference.common import act_range, attr_int, attr_ints, q
+from reference.common import act_range, q
+from suite.core.geometry import attr_int, attr_ints
 from reference.registry import register
 
 

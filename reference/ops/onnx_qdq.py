@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from reference import onnx_ops
-from reference.common import attr_int
+from suite.core.geometry import attr_int
 from reference.registry import register
 
 

@@ -15,7 +15,8 @@ import numpy as np
 from suite.core.errors import QconformError
 
 from reference import arith
-from reference.common import act_range, attr_int, q, qrange, scale, zp
+from reference.common import act_range, q, qrange, scale, zp
+from suite.core.geometry import attr_int
 from reference.registry import register
 
 INT32_MAX = arith.INT32_MAX

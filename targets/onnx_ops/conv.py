@@ -15,13 +15,13 @@ initializers), never as Transpose nodes:
   output back to [..., out] (same data; a MatMul + Add form trips an ONNX Runtime 1.31 QDQ bug).
 * BATCH_MATMUL -> MatMul; adj_x / adj_y transpose the last two dims of the fed data.
 
-Padding follows LiteRT (reference/ops/conv.py: out_size, pad_before): SAME puts the odd pad row
+Padding follows LiteRT (suite/core/geometry.py: out_size, pad_before): SAME puts the odd pad row
 / column at the end.
 """
 
 from __future__ import annotations
 
-from reference.ops.conv import conv_geometry, out_size, pad_before
+from suite.core.geometry import conv_geometry, out_size, pad_before
 
 from targets.onnx_model import NCHW_TO_NHWC, NHWC_TO_NCHW, Builder, onnx_op
 

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reference.ops.conv import (batch_matmul_acc, conv_acc, depthwise_acc, fc_acc, out_size,
-                                pad_before, transpose_conv_acc)
+from suite.core.geometry import out_size, pad_before
+from reference.ops.conv import (batch_matmul_acc, conv_acc, depthwise_acc, fc_acc,
+                                transpose_conv_acc)
 
 from suite.core.case import Case, Tensor
 from suite.cases.generate import Gen, f32, generator
