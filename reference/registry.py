@@ -12,6 +12,7 @@ import numpy as np
 from suite.core.dtypes import DTYPES
 from suite.core.errors import QconformError
 
+from reference import ops as _ops_pkg
 from reference.arith import int_range
 from reference.schemes import Scheme, get_scheme
 
@@ -33,9 +34,8 @@ def _load():
     global _loaded
     if _loaded:
         return
-    from reference import ops as pkg
-    for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        importlib.import_module(f"{pkg.__name__}.{m.name}")
+    for m in sorted(pkgutil.iter_modules(_ops_pkg.__path__), key=lambda m: m.name):
+        importlib.import_module(f"{_ops_pkg.__name__}.{m.name}")
     _loaded = True
 
 

@@ -20,9 +20,14 @@ once per case whatever the number of targets.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+import contextlib
+from collections.abc import Callable, Iterable
 
 import numpy as np
+
+from reference.schemes import kernel_schemes
+from suite.core.compare import float_ordinal
+from suite.core.dtypes import DTYPES
 
 CAUSES = ("tie", "scheme", "saturation", "unexplained")
 CAUSE_TEXT = {
@@ -42,8 +47,7 @@ HIST_LIMIT = 16
 def _ordinal(arr: np.ndarray, dtype: str) -> np.ndarray:
     """Codes as int64; float32 values as ordinals whose differences count ULPs (as compare does)."""
     if dtype == "float32":
-        from suite.core.compare import _float_ordinal
-        return _float_ordinal(arr)
+        return float_ordinal(arr)
     return np.asarray(arr).astype(np.int64)
 
 
@@ -66,15 +70,21 @@ def error_histogram(errors: Iterable[np.ndarray]) -> dict[str, int]:
     return out
 
 
+def _golden_or_none(golden: Callable[[str], list[np.ndarray]], name: str) -> list[np.ndarray] | None:
+    """The golden under ``name``; None where it cannot be computed (no count rather than a wrong one)."""
+    with contextlib.suppress(Exception):
+        return golden(name)
+    return None
+
+
 def scheme_stack(case, golden: Callable[[str], list[np.ndarray]], names: list[str]) -> tuple[list[str], np.ndarray]:
     """The goldens of ``names`` as one int64 matrix [schemes, elements] of codes (float32: ordinals),
     the case's outputs raveled one after the other; a scheme without a golden is left out
     (no count rather than a wrong one). Returns (the schemes kept, the matrix)."""
     kept, rows = [], []
     for name in names:
-        try:
-            outs = golden(name)
-        except Exception:
+        outs = _golden_or_none(golden, name)
+        if outs is None:
             continue
         rows.append(np.concatenate([_ordinal(o, s.dtype).ravel() for o, s in zip(outs, case.outputs)]
                                    or [np.zeros(0, np.int64)]))
@@ -95,9 +105,6 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
     ({label: elements}), ``cause_schemes`` ({scheme: mismatching elements it reproduces}) and
     ``err_hist``. All schemes are compared in one pass over a [schemes, elements] matrix.
     """
-    from reference.schemes import kernel_schemes
-    from suite.core.dtypes import DTYPES
-
     names = list(schemes) if schemes is not None else kernel_schemes()
     specs = case.outputs
     got = [_ordinal(w, s.dtype).reshape(np.shape(e)) + e for w, e, s in zip(want, errors, specs)]
@@ -126,11 +133,7 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
     if not n_mism:
         return out
 
-    exact = None
-    try:
-        exact = golden("exact")
-    except Exception:
-        pass
+    exact = _golden_or_none(golden, "exact")
     counts = dict.fromkeys(CAUSES, 0)
     for k, (m, g, w, s) in enumerate(zip(mism, got, want, specs)):
         if not m.any():
@@ -162,67 +165,86 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
 
 # ----------------------------------------------------------------------------- aggregation
 
-def best_scheme(rows: Iterable[dict], prefer: str | None = None) -> tuple[str | None, float | None]:
-    """The scheme reproducing the most elements over ``rows`` (their ``scheme_exact``), and its %.
+class SchemeTally:
+    """``scheme_exact`` and ``causes`` of a group's rows, added one row at a time: what
+    ``best_scheme`` and the ``cause_*`` counts of the summary are made of."""
 
-    Ties go to ``prefer`` (the run's scheme), then to the order of ``kernel_schemes()``.
-    """
-    from reference.schemes import kernel_schemes
-    totals: dict[str, int] = {}
-    elements = 0
+    def __init__(self):
+        self.totals: dict[str, int] = {}
+        self.elements = 0
+        self.causes = dict.fromkeys(CAUSES, 0)
+
+    def add(self, row: dict) -> None:
+        se = row.get("scheme_exact")
+        if isinstance(se, dict) and row.get("elements"):
+            self.elements += int(row["elements"])
+            for name, n in se.items():
+                self.totals[name] = self.totals.get(name, 0) + int(n)
+        c = row.get("causes")
+        if isinstance(c, dict):
+            for k, v in c.items():
+                if k in self.causes:
+                    self.causes[k] += int(v)
+
+    def best(self, prefer: str | None = None) -> tuple[str | None, float | None]:
+        """The scheme reproducing the most elements, and its %. Ties go to ``prefer`` (the run's
+        scheme), then to the order of ``kernel_schemes()``."""
+        if not self.elements or not self.totals:
+            return None, None
+        order = kernel_schemes()
+        rank = {n: i + 1 for i, n in enumerate(order)}
+        if prefer:
+            rank[prefer] = 0
+        name = max(self.totals, key=lambda n: (self.totals[n], -rank.get(n, len(order) + 1)))
+        return name, round(100.0 * self.totals[name] / self.elements, 3)
+
+    def columns(self, prefer: str | None = None) -> dict:
+        """The summary's extra columns: best scheme and cause counts."""
+        name, pct = self.best(prefer)
+        cols: dict = {"best_scheme": name, "best_scheme_exact_pct": pct}
+        for k, v in self.causes.items():
+            cols[f"cause_{k}"] = v
+        return cols
+
+
+def _tally(rows: Iterable[dict]) -> SchemeTally:
+    t = SchemeTally()
     for r in rows:
-        se = r.get("scheme_exact")
-        if not isinstance(se, dict) or not r.get("elements"):
-            continue
-        elements += int(r["elements"])
-        for name, n in se.items():
-            totals[name] = totals.get(name, 0) + int(n)
-    if not elements or not totals:
-        return None, None
-    order = kernel_schemes()
-    rank = {n: i + 1 for i, n in enumerate(order)}
-    if prefer:
-        rank[prefer] = 0
-    name = max(totals, key=lambda n: (totals[n], -rank.get(n, len(order) + 1)))
-    return name, round(100.0 * totals[name] / elements, 3)
+        t.add(r)
+    return t
+
+
+def best_scheme(rows: Iterable[dict], prefer: str | None = None) -> tuple[str | None, float | None]:
+    """The scheme reproducing the most elements over ``rows`` (their ``scheme_exact``), and its %."""
+    return _tally(rows).best(prefer)
 
 
 def cause_counts(rows: Iterable[dict]) -> dict[str, int]:
     """Mismatching elements per cause label over ``rows``."""
-    out = dict.fromkeys(CAUSES, 0)
-    for r in rows:
-        c = r.get("causes")
-        if isinstance(c, dict):
-            for k, v in c.items():
-                if k in out:
-                    out[k] += int(v)
-    return out
+    return _tally(rows).causes
 
 
-def summary_columns(group_rows: list[dict], prefer: str | None = None) -> dict:
-    """The summary's extra columns for one (op, target): best scheme and cause counts."""
-    name, pct = best_scheme(group_rows, prefer)
-    cols: dict = {"best_scheme": name, "best_scheme_exact_pct": pct}
-    for k, v in cause_counts(group_rows).items():
-        cols[f"cause_{k}"] = v
-    return cols
+class HistTally:
+    """The rows' ``err_hist`` summed, with the exact elements as bin "0", a row at a time."""
 
+    def __init__(self):
+        self.bins: dict[str, int] = {}
+        self.zero = 0
 
-def merge_hist(rows: Iterable[dict]) -> dict[str, int]:
-    """Sum the rows' ``err_hist`` and add the exact elements as bin "0"."""
-    out: dict[str, int] = {}
-    zero = 0
-    for r in rows:
-        if r.get("elements") is None:
-            continue
-        zero += int(r.get("elements") or 0) - int(r.get("mismatches") or 0)
-        h = r.get("err_hist")
+    def add(self, row: dict) -> None:
+        if row.get("elements") is None:
+            return
+        self.zero += int(row.get("elements") or 0) - int(row.get("mismatches") or 0)
+        h = row.get("err_hist")
         if isinstance(h, dict):
             for k, v in h.items():
-                out[k] = out.get(k, 0) + int(v)
-    if zero:
-        out["0"] = out.get("0", 0) + zero
-    return out
+                self.bins[k] = self.bins.get(k, 0) + int(v)
+
+    def hist(self) -> dict[str, int]:
+        out = dict(self.bins)
+        if self.zero:
+            out["0"] = out.get("0", 0) + self.zero
+        return out
 
 
 def hist_key_order(key: str) -> float:

@@ -21,108 +21,180 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from reports.results import ERROR_STATUSES, FAIL, PASS, UNSUPPORTED, WAIVED, write_json
+from suite.core.verdict import ERRORS, Status
 
 FORMAT = "qconform-certificate/1"
 VERDICTS = ("bit-exact", "conformant within tolerance", "non-conformant", "unsupported")
 CERT_MD = "certificate.md"
 CERT_JSON = "certificate.json"
+_PASS, _FAIL, _UNSUPPORTED, _WAIVED = (s.value for s in (Status.PASS, Status.FAIL, Status.UNSUPPORTED,
+                                                         Status.WAIVED))
+_ERRORS = frozenset(s.value for s in ERRORS)
 
 
-def case_set_digest(rows: list[dict]) -> str:
+def _digest(lines: Iterable[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()[:16]
+
+
+def _line(r: dict) -> str:
+    return f"{r.get('case_id')}:{r.get('case_digest')}"
+
+
+def case_set_digest(rows: Iterable[dict]) -> str:
     """sha256 (first 16 hex) over the sorted ``case_id:case_digest`` lines of ``rows``' cases."""
-    lines = sorted({f"{r.get('case_id')}:{r.get('case_digest')}" for r in rows})
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+    return _digest({_line(r) for r in rows})
 
 
-def verdict_of(rows: list[dict]) -> tuple[str, dict[str, int]]:
-    st = [r.get("status") for r in rows]
-    counts = {"cases": len(rows), "passed": st.count(PASS), "failed": st.count(FAIL),
-              "errors": sum(st.count(s) for s in ERROR_STATUSES), "unsupported": st.count(UNSUPPORTED),
-              "waived": st.count(WAIVED),
-              "bit_exact": sum(1 for r in rows if r.get("status") in (PASS, WAIVED) and r.get("bit_exact"))}
-    ran = counts["cases"] - counts["unsupported"]
-    if counts["failed"] or counts["errors"]:
-        v = "non-conformant"
-    elif ran == 0:
-        v = "unsupported"
-    elif counts["bit_exact"] == ran and not counts["waived"]:
-        v = "bit-exact"
-    else:
-        v = "conformant within tolerance"
-    return v, counts
+class _Entry:
+    """The certificate entry of one (target, spec, op), taken a row at a time."""
+
+    def __init__(self):
+        self.counts = {"cases": 0, "passed": 0, "failed": 0, "errors": 0, "unsupported": 0, "waived": 0,
+                       "bit_exact": 0}
+        self.dtypes: set[str] = set()
+        self.failing: list[dict] = []
+        self.waived: list[dict] = []
+        self.elements = 0
+        self.mismatches = 0
+        self.max_abs: float | None = None
+        self.lines: set[str] = set()
+
+    def add(self, r: dict, line: str | None = None) -> None:
+        st, c = r.get("status"), self.counts
+        c["cases"] += 1
+        c["passed"] += st == _PASS
+        c["failed"] += st == _FAIL
+        c["errors"] += st in _ERRORS
+        c["unsupported"] += st == _UNSUPPORTED
+        c["waived"] += st == _WAIVED
+        c["bit_exact"] += st in (_PASS, _WAIVED) and bool(r.get("bit_exact"))
+        if r.get("out_dtype"):
+            self.dtypes.add(str(r["out_dtype"]))
+        if st == _FAIL or st in _ERRORS:
+            self.failing.append({"case_id": r.get("case_id"), "status": st, "max_abs_lsb": r.get("max_abs_lsb"),
+                                 "mismatches": r.get("mismatches"), "elements": r.get("elements"),
+                                 "causes": r.get("causes"), "reason": r.get("reason"), "repro": r.get("repro"),
+                                 "failure_file": r.get("failure_file")})
+        elif st == _WAIVED:
+            self.waived.append({"case_id": r.get("case_id"), "waiver": r.get("waiver"), "reason": r.get("reason"),
+                                "repro": r.get("repro")})
+        if r.get("elements") is not None:
+            self.elements += int(r.get("elements") or 0)
+            self.mismatches += int(r.get("mismatches") or 0)
+        if r.get("max_abs_lsb") is not None:
+            mx = float(r["max_abs_lsb"])
+            self.max_abs = mx if self.max_abs is None else max(self.max_abs, mx)
+        self.lines.add(line if line is not None else _line(r))
+
+    def verdict(self) -> str:
+        c = self.counts
+        ran = c["cases"] - c["unsupported"]
+        if c["failed"] or c["errors"]:
+            return "non-conformant"
+        if ran == 0:
+            return "unsupported"
+        if c["bit_exact"] == ran and not c["waived"]:
+            return "bit-exact"
+        return "conformant within tolerance"
 
 
-def build_certificate(rows: list[dict], policy, versions: dict[str, dict[str, str]], waivers=None,
-                      run_info: dict | None = None) -> dict[str, Any]:
-    """The certificate document of a run's rows (see the module docstring)."""
-    groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+def verdict_of(rows: Iterable[dict]) -> tuple[str, dict[str, int]]:
+    e = _Entry()
     for r in rows:
-        groups[(r.get("target"), r.get("spec") or "", r.get("op"))].append(r)
-    ops = []
-    for (target, spec, op), rs in groups.items():
-        verdict, counts = verdict_of(rs)
-        vers = versions.get(target, {})
-        tol = []
-        for dtype in sorted({str(r.get("out_dtype")) for r in rs if r.get("out_dtype")}):
-            t = policy.lookup(op, target, dtype, vers)
-            rule = t.rule
-            tol.append({"dtype": dtype, "max_abs_lsb": t.max_abs_lsb, "max_mismatch_pct": t.max_mismatch_pct,
-                        "rule": None if rule is None else rule.index,
-                        "rule_versions": {} if rule is None else dict(rule.versions),
-                        "reason": "" if rule is None else rule.reason})
-        failing = [{"case_id": r.get("case_id"), "status": r.get("status"), "max_abs_lsb": r.get("max_abs_lsb"),
-                    "mismatches": r.get("mismatches"), "elements": r.get("elements"),
-                    "causes": r.get("causes"), "reason": r.get("reason"), "repro": r.get("repro"),
-                    "failure_file": r.get("failure_file")}
-                   for r in rs if r.get("status") in (FAIL,) + ERROR_STATUSES]
-        waived = [{"case_id": r.get("case_id"), "waiver": r.get("waiver"), "reason": r.get("reason"),
-                   "repro": r.get("repro")} for r in rs if r.get("status") == WAIVED]
-        elements = sum(int(r.get("elements") or 0) for r in rs if r.get("elements") is not None)
-        mism = sum(int(r.get("mismatches") or 0) for r in rs if r.get("elements") is not None)
-        ops.append({"target": target, "spec": spec, "op": op, "verdict": verdict, "counts": counts,
-                    "bit_exact_pct": round(100.0 * (elements - mism) / elements, 3) if elements else None,
-                    "max_abs_lsb": max((float(r["max_abs_lsb"]) for r in rs if r.get("max_abs_lsb") is not None),
-                                       default=None),
-                    "tolerance": tol, "case_digest": case_set_digest(rs), "failing": failing, "waived": waived})
-    problems = waiver_problems(rows, waivers)
-    info = run_info or {}
-    return {
-        "format": FORMAT, "date": _dt.datetime.now().isoformat(timespec="seconds"),
-        "run_id": info.get("run_id") or next((r.get("run_id") for r in rows), None),
-        "suite_version": info.get("suite_version"), "git": info.get("git"),
-        "targets": {t: versions.get(t, {}) for t in dict.fromkeys(r.get("target") for r in rows)},
-        "tolerance_policy": {"source": policy.source, "version": policy.version},
-        "case_set": {"digest": case_set_digest(rows), "cases": len({r.get("case_id") for r in rows}),
-                     "seed": (info.get("options") or {}).get("seed"),
-                     "cases_per_op": (info.get("options") or {}).get("cases_per_op")},
-        "ops": ops,
-        "waivers": [w.as_dict() for w in (waivers.items if waivers else [])],
-        "waiver_problems": problems,
-    }
+        e.add(r)
+    return e.verdict(), e.counts
 
 
-def waiver_problems(rows: list[dict], waivers=None) -> list[str]:
-    """Loud lines: expired waivers (used or not), waived cases that now pass, version mismatches."""
-    out = []
-    for r in rows:
+class WaiverCheck:
+    """Waiver problems, a row at a time: expired waivers (used or not), waived cases that now
+    pass, version mismatches."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.used: set = set()   # expired waivers that some row names
+
+    def add(self, r: dict) -> None:
         if r.get("waiver_expired"):
-            out.append(f"EXPIRED waiver {r['waiver_expired']}: {r['case_id']} on {r['target']} fails "
-                       f"({r.get('status')}) and is no longer waived")
+            self.lines.append(f"EXPIRED waiver {r['waiver_expired']}: {r['case_id']} on {r['target']} fails "
+                              f"({r.get('status')}) and is no longer waived")
         if r.get("waiver_unneeded"):
-            out.append(f"waived case {r['case_id']} on {r['target']} now PASSES: remove waiver {r['waiver_unneeded']}")
+            self.lines.append(f"waived case {r['case_id']} on {r['target']} now PASSES: remove waiver "
+                              f"{r['waiver_unneeded']}")
         if r.get("waiver_version_mismatch"):
-            out.append(f"waiver {r['waiver_version_mismatch']} does not cover this runtime version: "
-                       f"{r['case_id']} on {r['target']} fails")
-    used = {r.get("waiver_expired") for r in rows}
-    for w in (waivers.expired() if waivers else []):
-        if w.id not in used:
-            out.append(f"EXPIRED waiver {w.id} ({w.case} on {w.target}, expired {w.expires}): remove or renew it")
-    return out
+            self.lines.append(f"waiver {r['waiver_version_mismatch']} does not cover this runtime version: "
+                              f"{r['case_id']} on {r['target']} fails")
+        self.used.add(r.get("waiver_expired"))
+
+    def problems(self, waivers=None) -> list[str]:
+        out = list(self.lines)
+        for w in (waivers.expired() if waivers else []):
+            if w.id not in self.used:
+                out.append(f"EXPIRED waiver {w.id} ({w.case} on {w.target}, expired {w.expires}): remove or renew it")
+        return out
+
+
+class Certifier:
+    """The certificate of a run's rows (see the module docstring), taken a row at a time.
+    ``versions``: {target: {component: version}} (run.json's targets' versions)."""
+
+    def __init__(self, policy, versions: dict[str, dict[str, str]], waivers=None):
+        self.policy, self.versions, self.waivers = policy, versions, waivers
+        self.entries: dict[tuple, _Entry] = {}      # (target, spec, op), in the order of first rows
+        self.targets: dict[Any, None] = {}
+        self.lines: set[str] = set()
+        self.case_ids: set = set()
+        self.run_id = None
+        self.rows = 0
+        self.check = WaiverCheck()
+
+    def add(self, r: dict) -> None:
+        if not self.rows:
+            self.run_id = r.get("run_id")
+        self.rows += 1
+        key = (r.get("target"), r.get("spec") or "", r.get("op"))
+        e = self.entries.get(key) or self.entries.setdefault(key, _Entry())
+        line = _line(r)
+        e.add(r, line)
+        self.lines.add(line)
+        self.case_ids.add(r.get("case_id"))
+        self.targets.setdefault(r.get("target"), None)
+        self.check.add(r)
+
+    def certificate(self, run_info: dict | None = None) -> dict[str, Any]:
+        ops = []
+        for (target, spec, op), e in self.entries.items():
+            vers = self.versions.get(target, {})
+            tol = []
+            for dtype in sorted(e.dtypes):
+                t = self.policy.lookup(op, target, dtype, vers)
+                rule = t.rule
+                tol.append({"dtype": dtype, "max_abs_lsb": t.max_abs_lsb, "max_mismatch_pct": t.max_mismatch_pct,
+                            "rule": None if rule is None else rule.index,
+                            "rule_versions": {} if rule is None else dict(rule.versions),
+                            "reason": "" if rule is None else rule.reason})
+            ops.append({"target": target, "spec": spec, "op": op, "verdict": e.verdict(), "counts": e.counts,
+                        "bit_exact_pct": (round(100.0 * (e.elements - e.mismatches) / e.elements, 3)
+                                          if e.elements else None),
+                        "max_abs_lsb": e.max_abs, "tolerance": tol, "case_digest": _digest(e.lines),
+                        "failing": e.failing, "waived": e.waived})
+        info = run_info or {}
+        return {
+            "format": FORMAT, "date": _dt.datetime.now().isoformat(timespec="seconds"),
+            "run_id": info.get("run_id") or self.run_id,
+            "suite_version": info.get("suite_version"), "git": info.get("git"),
+            "targets": {t: self.versions.get(t, {}) for t in self.targets},
+            "tolerance_policy": {"source": self.policy.source, "version": self.policy.version},
+            "case_set": {"digest": _digest(self.lines), "cases": len(self.case_ids),
+                         "seed": (info.get("options") or {}).get("seed"),
+                         "cases_per_op": (info.get("options") or {}).get("cases_per_op")},
+            "ops": ops,
+            "waivers": [w.as_dict() for w in (self.waivers.items if self.waivers else [])],
+            "waiver_problems": self.check.problems(self.waivers),
+        }
 
 
 def to_markdown(cert: dict[str, Any]) -> str:
@@ -139,8 +211,8 @@ def to_markdown(cert: dict[str, Any]) -> str:
         L.append(f"- target **{t}**: " + (", ".join(f"{k} {x}" for k, x in v.items()) or "(no versions)"))
     if cert["waiver_problems"]:
         L += ["", "## WAIVER PROBLEMS", ""] + [f"- **{p}**" for p in cert["waiver_problems"]]
-    L += ["", "## Verdicts", "", "| target | spec | op | verdict | cases | passed | bit-exact | failed | errors | "
-          "unsupported | waived | bit-exact % | max abs LSB | tolerance | case digest |",
+    L += ["", "## Verdicts", "", ("| target | spec | op | verdict | cases | passed | bit-exact | failed | errors | "
+                                  "unsupported | waived | bit-exact % | max abs LSB | tolerance | case digest |"),
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for o in cert["ops"]:
         c = o["counts"]
@@ -164,18 +236,6 @@ def to_markdown(cert: dict[str, Any]) -> str:
         L += ["", "## Waived cases", ""]
         L += [f"- `{w['case_id']}` on {o['target']}: {w['reason']}" for o, w in waived]
     return "\n".join(L) + "\n"
-
-
-def write_certificate(report_dir: str | Path, cert: dict[str, Any]) -> tuple[Path, Path]:
-    import os
-    d = Path(report_dir)
-    pj = d / CERT_JSON
-    write_json(pj, cert)
-    pm = d / CERT_MD
-    tmp = pm.with_name(pm.name + ".tmp")
-    tmp.write_text(to_markdown(cert))
-    os.replace(tmp, pm)
-    return pm, pj
 
 
 def read_certificate(path: str | Path) -> dict[str, Any]:

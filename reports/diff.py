@@ -18,6 +18,8 @@ listed too but never gate.
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 import statistics
 from collections import defaultdict
@@ -25,11 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reports.results import RESULTS, read_rows, row_key, write_atomic
 from suite.core.errors import QconformError
+from suite.core.verdict import ERRORS, Status
 
-from reports.results import ERROR_STATUSES, FAIL, RESULTS, UNSUPPORTED, read_rows, row_key
-
-BAD = (FAIL,) + ERROR_STATUSES
+BAD = frozenset({Status.FAIL.value} | {s.value for s in ERRORS})
+UNSUPPORTED = Status.UNSUPPORTED.value
 
 
 @dataclass
@@ -161,8 +164,8 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
 
 def to_text(d: Diff) -> str:
     L = [f"qconform diff: baseline {d.baseline}  run {d.run}",
-         f"{d.compared} results compared, {d.new} new in run, {len(d.missing)} missing, "
-         f"{len(d.changed)} changed content (not compared)"]
+         (f"{d.compared} results compared, {d.new} new in run, {len(d.missing)} missing, "
+          f"{len(d.changed)} changed content (not compared)")]
     if d.groups:
         L += ["", "regressions per op and target:"]
         for g in d.groups:
@@ -190,8 +193,8 @@ def to_markdown(d: Diff) -> str:
     def esc(s: Any) -> str:
         return str(s if s is not None else "").replace("|", "\\|")
     L = [f"### qconform diff: {'❌ regressed' if d.regressed else '✅ no regression'}", "",
-         f"{d.compared} results compared; {len(d.cases)} cases regressed; {len(d.groups)} op/target groups "
-         f"regressed; {len(d.missing)} missing; {len(d.improved)} improved.", ""]
+         (f"{d.compared} results compared; {len(d.cases)} cases regressed; {len(d.groups)} op/target groups "
+          f"regressed; {len(d.missing)} missing; {len(d.improved)} improved."), ""]
     if d.groups:
         L += ["| op | target | regression |", "|---|---|---|"]
         L += [f"| {esc(g['op'])} | {esc(g['target'])} | {esc('; '.join(g['what']))} |" for g in d.groups]
@@ -208,16 +211,15 @@ def to_markdown(d: Diff) -> str:
 
 
 def write_csv(d: Diff, path: str | Path) -> Path:
-    import csv
-    p = Path(path)
-    with open(p, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["level", "op", "target", "device", "case", "regression"])
-        for g in d.groups:
-            w.writerow(["op", g["op"], g["target"], g.get("device") or "", "", "; ".join(g["what"])])
-        for c in d.cases:
-            w.writerow(["case", c["op"], c["target"], c.get("device") or "", c["case"], "; ".join(c["what"])])
-        if not d.allow_missing:
-            for m in d.missing:
-                w.writerow(["case", "", "", "", m, "missing"])
-    return p
+    """diff.csv (atomically): one line per regressed (op, target) and per regressed or missing case."""
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["level", "op", "target", "device", "case", "regression"])
+    for g in d.groups:
+        w.writerow(["op", g["op"], g["target"], g.get("device") or "", "", "; ".join(g["what"])])
+    for c in d.cases:
+        w.writerow(["case", c["op"], c["target"], c.get("device") or "", c["case"], "; ".join(c["what"])])
+    if not d.allow_missing:
+        for m in d.missing:
+            w.writerow(["case", "", "", "", m, "missing"])
+    return write_atomic(path, out.getvalue())

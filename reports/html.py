@@ -1,7 +1,10 @@
 """``index.html``: a self-contained report of one run (no network needed to open it).
 
 Built from results.jsonl alone (plus run.json and certificate.json when present), so
-``qconform report RUN_DIR`` rebuilds it for any run, interrupted ones included.
+``qconform report RUN_DIR`` rebuilds it for any run, interrupted ones included. The rows
+stream through :class:`Page` (what the page shows beyond the summary: counts, error
+histograms, the failing cases, at most :data:`FAILING_CAP` of them, the unsupported ones
+grouped by reason) and a :class:`reports.summary.Summary`; :func:`render` makes the page.
 Sections, in order: alerts (interrupted run, waiver problems), the op x target matrix
 (coloured by bit-exact %, failures outlined), the summary table, mismatch causes
 (unexplained first), per-op error histograms in LSB, latency per op and target,
@@ -15,15 +18,21 @@ import base64
 import html
 import json
 import math
-from collections import defaultdict
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
-from reports.causes import CAUSE_TEXT, CAUSES, hist_key_order, merge_hist
-from reports.results import ERROR_STATUSES, FAIL, PASS, UNSUPPORTED, WAIVED, read_rows
+from reports import plots
+from reports.causes import CAUSE_TEXT, CAUSES, HistTally, hist_key_order
+from reports.summary import Summary, fmt
+from suite.core.verdict import ERRORS, Status
 
 INDEX = "index.html"
-BAD = (FAIL,) + ERROR_STATUSES
+#: the failing-cases table lists at most this many (unexplained first, then by max |error|)
+FAILING_CAP = 2000
+_PASS, _WAIVED, _UNSUPPORTED = Status.PASS.value, Status.WAIVED.value, Status.UNSUPPORTED.value
+BAD = frozenset({Status.FAIL.value} | {s.value for s in ERRORS})
+_FAILING_FIELDS = ("case_id", "target", "status", "max_abs_lsb", "mismatches", "elements", "causes",
+                   "first_output", "first_index", "got", "want", "reason", "repro", "failure_file")
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.2em 2em;color:#222}
@@ -63,11 +72,6 @@ def _e(v: Any) -> str:
     return html.escape("" if v is None else str(v))
 
 
-def _fmt(v: Any) -> str:
-    from reports.summary import _fmt as f
-    return f(v)
-
-
 def _img(svg: bytes, alt: str, id_: str | None = None, cls: str | None = None) -> str:
     """An SVG chart as an <img> with a data URI (one document per chart: its ids cannot clash)."""
     b64 = base64.b64encode(svg).decode()
@@ -88,9 +92,9 @@ def _table(cols: list[str], rows: list[list[Any]], id_: str | None = None, numer
                 out.append(f"<td>{v}</td>")
             elif c in numeric:
                 dv = "" if v is None or (isinstance(v, float) and math.isnan(v)) else v
-                out.append(f'<td class="num" data-v="{_e(dv)}">{_e(_fmt(v))}</td>')
+                out.append(f'<td class="num" data-v="{_e(dv)}">{_e(fmt(v))}</td>')
             else:
-                out.append(f"<td>{_e(_fmt(v) if isinstance(v, float) else v)}</td>")
+                out.append(f"<td>{_e(fmt(v) if isinstance(v, float) else v)}</td>")
         out.append("</tr>")
     out.append("</tbody></table>")
     return "".join(out)
@@ -106,35 +110,82 @@ def _cell_color(pct: float | None, failed: int, ran: int) -> str:
     return "#f9e79f" if pct >= 99 else "#f8c471"
 
 
-def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info: dict | None = None,
-               certificate: dict | None = None, summary=None) -> str:
-    from reports import plots
-    from reports.runinfo import read_run_info
-    from reports.summary import summarize
-    d = Path(report_dir)
-    rows = read_rows(d) if rows is None else rows
-    run_info = read_run_info(d) if run_info is None else run_info
-    if certificate is None:
-        try:
-            certificate = json.loads((d / "certificate.json").read_text())
-        except (OSError, ValueError):
-            certificate = None
-    df = summarize(rows) if summary is None else summary
-    ops = list(dict.fromkeys(r.get("op") for r in rows if r.get("op")))
-    targets = list(dict.fromkeys(r.get("target") for r in rows if r.get("target")))
-    # the matrix, causes and latency are per (op, target): a farm run's summary has a row per device,
-    # which keyed by (op, target) alone would keep only the last device's (a failing one hidden)
-    pairs = summarize([{**r, "device": None} for r in rows]) if "device" in df.columns else df
-    s = {(r["op"], r["target"]): r for r in pairs.to_dict("records")} if len(pairs) else {}
+def _failing_order(r: dict):
+    return (-int((r.get("causes") or {}).get("unexplained", 0) > 0), r.get("status") == _WAIVED,
+            -(r.get("max_abs_lsb") or 0), r.get("case_id") or "")
+
+
+class Page:
+    """What index.html shows of the rows beyond the summary, taken one row at a time."""
+
+    def __init__(self):
+        self.rows = 0
+        self.statuses: dict[Any, int] = {}
+        self.run_id = None                                   # the first row's that has one
+        self.ops: dict[str, None] = {}                       # in the order of first rows
+        self.targets: dict[str, None] = {}
+        self.hists: dict[str, dict[str, HistTally]] = {}     # op -> target -> error histogram
+        self.failing: list[dict] = []                        # the FAILING_CAP first by _failing_order
+        self.n_failing = 0
+        self.unsupported: dict[tuple[str, str], list] = {}   # (target, reason) -> [cases, first 8 ids]
+        self.expired: list[dict] = []                        # rows that a waiver no longer covers
+        self.unneeded: list[dict] = []                       # waived rows that pass now
+
+    def add(self, r: dict) -> None:
+        self.rows += 1
+        status = r.get("status")
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+        if self.run_id is None and r.get("run_id"):
+            self.run_id = r["run_id"]
+        if r.get("op"):
+            self.ops.setdefault(r["op"], None)
+        if r.get("target"):
+            self.targets.setdefault(r["target"], None)
+        if r.get("elements") is not None and status != _UNSUPPORTED:
+            by_target = self.hists.setdefault(r.get("op"), {})
+            (by_target.get(r.get("target")) or by_target.setdefault(r.get("target"), HistTally())).add(r)
+        if status in BAD or status == _WAIVED:
+            self.n_failing += 1
+            self.failing.append({k: r[k] for k in _FAILING_FIELDS if k in r})
+            if len(self.failing) >= 2 * FAILING_CAP:   # sort is stable: the same as sorting them all at the end
+                self.failing.sort(key=_failing_order)
+                del self.failing[FAILING_CAP:]
+        if status == _UNSUPPORTED:
+            u = self.unsupported.setdefault((r.get("target"), r.get("reason", "")), [0, []])
+            u[0] += 1
+            if len(u[1]) < 8:
+                u[1].append(r.get("case_id"))
+        for field, into in (("waiver_expired", self.expired), ("waiver_unneeded", self.unneeded)):
+            if r.get(field):
+                into.append({"waiver": r[field], "case_id": r.get("case_id"), "target": r.get("target")})
+
+
+def build_html(rows: Iterable[dict], run_info: dict | None = None, certificate: dict | None = None) -> str:
+    """index.html of ``rows`` (one pass)."""
+    summary, page = Summary(), Page()
+    for r in rows:
+        summary.add(r)
+        page.add(r)
+    return render(page, summary.table(), summary.pair_table(), run_info, certificate)
+
+
+def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | None = None,
+           certificate: dict | None = None) -> str:
+    """The page: ``table`` is the summary (reports.summary.Summary.table), ``pairs`` the same per
+    (op, target) (Summary.pair_table: a farm run's table has a row per device, which keyed by
+    (op, target) alone would keep only the last device's, a failing one hidden)."""
+    ops, targets = list(page.ops), list(page.targets)
+    s = {(r["op"], r["target"]): r for r in pairs}
+    n = page.statuses.get
 
     parts: list[str] = []
-    run_id = (run_info or {}).get("run_id") or next((r.get("run_id") for r in rows if r.get("run_id")), "?")
+    run_id = (run_info or {}).get("run_id") or page.run_id or "?"
     parts.append(f"<h1>qconform report &mdash; run {_e(run_id)}</h1>")
-    n_bad = sum(1 for r in rows if r.get("status") in BAD)
-    parts.append(f'<p>{len(rows)} results, {len(ops)} ops, {len(targets)} targets: '
-                 f'{sum(1 for r in rows if r.get("status") == PASS)} passed, {n_bad} failed or errored, '
-                 f'{sum(1 for r in rows if r.get("status") == WAIVED)} waived, '
-                 f'{sum(1 for r in rows if r.get("status") == UNSUPPORTED)} unsupported.</p>')
+    n_bad = sum(c for st, c in page.statuses.items() if st in BAD)
+    parts.append(f'<p>{page.rows} results, {len(ops)} ops, {len(targets)} targets: '
+                 f'{n(_PASS, 0)} passed, {n_bad} failed or errored, '
+                 f'{n(_WAIVED, 0)} waived, '
+                 f'{n(_UNSUPPORTED, 0)} unsupported.</p>')
 
     # ---- alerts
     if run_info is None:
@@ -143,16 +194,14 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
     elif not run_info.get("finished"):
         parts.append('<div class="alert" id="alert-interrupted">This run did not finish (interrupted or still '
                      'running): the tables show the results written so far.</div>')
-    elif run_info.get("exit_status") == 2:
-        parts.append('<div class="alert" id="alert-interrupted">This run was interrupted (pytest exit status 2): '
-                     'the tables show the results written before it stopped.</div>')
-    expired = [r for r in rows if r.get("waiver_expired")]
-    unneeded = [r for r in rows if r.get("waiver_unneeded")]
-    if expired or unneeded:
-        items = [f"<li>EXPIRED waiver {_e(r['waiver_expired'])}: {_e(r['case_id'])} on {_e(r['target'])} "
-                 f"fails again</li>" for r in expired]
-        items += [f"<li>waiver {_e(r['waiver_unneeded'])} is no longer needed: {_e(r['case_id'])} on "
-                  f"{_e(r['target'])} now passes</li>" for r in unneeded]
+    elif run_info.get("interrupted") or run_info.get("exit_status") == 2:
+        parts.append(f'<div class="alert" id="alert-interrupted">This run was interrupted (pytest exit status '
+                     f'{_e(run_info.get("exit_status"))}): the tables show the results written before it stopped.</div>')
+    if page.expired or page.unneeded:
+        items = [f"<li>EXPIRED waiver {_e(r['waiver'])}: {_e(r['case_id'])} on {_e(r['target'])} "
+                 f"fails again</li>" for r in page.expired]
+        items += [f"<li>waiver {_e(r['waiver'])} is no longer needed: {_e(r['case_id'])} on "
+                  f"{_e(r['target'])} now passes</li>" for r in page.unneeded]
         parts.append(f'<div class="alert" id="alert-waivers"><b>Waivers need attention</b><ul>{"".join(items)}</ul></div>')
     if certificate:
         for p in certificate.get("waiver_problems", []):
@@ -176,7 +225,7 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
             failed = int(r.get("failed") or 0) + int(r.get("errors") or 0)
             ran = int(r.get("cases") or 0) - int(r.get("unsupported") or 0)
             mark = "&#10004;" if not failed and ran else ("&#10008;" if failed else "&ndash;")
-            label = "unsupported" if pct is None else f"{_fmt(pct)}%"
+            label = "unsupported" if pct is None else f"{fmt(pct)}%"
             cls = "cell failing" if failed else "cell"
             cells.append(f'<td class="{cls}" data-v="{"" if pct is None else pct}" '
                          f'style="background:{_cell_color(pct, failed, ran)}" '
@@ -194,11 +243,12 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
 
     # ---- summary
     parts.append('<h2 id="summary-section">Summary per op and target</h2>')
-    if len(df):
-        cols = list(df.columns)
+    if table:
+        cols = list(table[0])
         numeric = {c for c in cols if c not in ("op", "target", "device", "best_scheme", "findings")}
-        parts.append('<div class="wide">' + _table(cols, [[r.get(c) for c in cols] for r in df.to_dict("records")],
-                                                   "summary", numeric) + "</div>")
+        nan = float("nan")   # an empty cell shows "-", as in summary.md
+        parts.append('<div class="wide">' + _table(cols, [[nan if r[c] is None else r[c] for c in cols]
+                                                          for r in table], "summary", numeric) + "</div>")
     else:
         parts.append("<p>(no results)</p>")
 
@@ -227,13 +277,9 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
 
     # ---- histograms
     parts.append('<h2 id="histograms-section">Error histograms per op (LSB)</h2>')
-    by_op: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
-    for r in rows:
-        if r.get("elements") is not None and r.get("status") != UNSUPPORTED:
-            by_op[r["op"]][r["target"]].append(r)
     hists, exact_ops = {}, []
     for op in ops:
-        h = {t: merge_hist(rs) for t, rs in by_op.get(op, {}).items()}
+        h = {t: tally.hist() for t, tally in page.hists.get(op, {}).items()}
         h = {t: v for t, v in h.items() if v}
         if h and all(set(v) <= {"0"} for v in h.values()):
             exact_ops.append(op)   # every target bit-exact: a one-bar chart says nothing
@@ -263,9 +309,7 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
 
     # ---- failing cases
     parts.append('<h2 id="failures-section">Failing cases</h2>')
-    bad = [r for r in rows if r.get("status") in BAD + (WAIVED,)]
-    bad.sort(key=lambda r: (-int((r.get("causes") or {}).get("unexplained", 0) > 0),
-                            r.get("status") == WAIVED, -(r.get("max_abs_lsb") or 0), r.get("case_id", "")))
+    bad = sorted(page.failing, key=_failing_order)[:FAILING_CAP]
     if bad:
         frows = []
         for r in bad:
@@ -282,18 +326,17 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
         cols = ["case", "target", "status", "max_abs_lsb", "mismatches", "elements", "causes", "first mismatch",
                 "reason", "reproduce"]
         parts.append(_table(cols, frows, "failures", {"max_abs_lsb", "mismatches", "elements"}, {"reproduce"}))
+        if page.n_failing > len(bad):
+            parts.append(f'<p id="failures-more">{page.n_failing - len(bad)} more failing cases are not listed '
+                         f'(the first {len(bad)} are): results.jsonl and results.parquet hold them all.</p>')
     else:
         parts.append("<p>No failing cases.</p>")
 
     # ---- unsupported
-    uns: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for r in rows:
-        if r.get("status") == UNSUPPORTED:
-            uns[(r.get("target"), r.get("reason", ""))].append(r.get("case_id"))
-    if uns:
+    if page.unsupported:
         parts.append('<h2 id="unsupported-section">Unsupported</h2>')
-        urows = [[t, len(ids), why, ", ".join(ids[:8]) + (" ..." if len(ids) > 8 else "")]
-                 for (t, why), ids in sorted(uns.items(), key=lambda kv: -len(kv[1]))]
+        urows = [[t, count, why, ", ".join(ids) + (" ..." if count > 8 else "")]
+                 for (t, why), (count, ids) in sorted(page.unsupported.items(), key=lambda kv: -kv[1][0])]
         parts.append(_table(["target", "cases", "reason", "cases (first 8)"], urows, "unsupported", {"cases"}))
 
     # ---- certificate
@@ -308,8 +351,8 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
     parts.append('<h2 id="run-section">Run</h2>')
     if run_info:
         facts = [["suite", run_info.get("suite_version")],
-                 ["git commit", f"{(run_info.get('git') or {}).get('commit')}"
-                                f"{' (dirty)' if (run_info.get('git') or {}).get('dirty') else ''}"],
+                 ["git commit", (f"{(run_info.get('git') or {}).get('commit')}"
+                                 f"{' (dirty)' if (run_info.get('git') or {}).get('dirty') else ''}")],
                  ["started / finished", f"{run_info.get('started')} / {run_info.get('finished')}"],
                  ["options", json.dumps(run_info.get("options"), sort_keys=True)],
                  ["host", json.dumps(run_info.get("host"), sort_keys=True)]]
@@ -329,16 +372,3 @@ def build_html(report_dir: str | Path, rows: list[dict] | None = None, run_info:
             f'<meta name="viewport" content="width=device-width,initial-scale=1">'
             f"<title>qconform report {_e(run_id)}</title><style>{_CSS}</style></head>\n"
             f"<body>\n{body}\n<script>{_JS}</script>\n</body></html>\n")
-
-
-def write_html(report_dir: str | Path, rows: list[dict] | None = None, run_info: dict | None = None,
-               certificate: dict | None = None, summary=None) -> Path:
-    """index.html; ``summary``: the rows' reports.summary.summarize table, if made already."""
-    import os
-    d = Path(report_dir)
-    text = build_html(d, rows, run_info, certificate, summary)
-    p = d / INDEX
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, p)
-    return p

@@ -41,7 +41,7 @@ def _esc(s) -> str:
 
 def _f(v) -> str:
     """A coordinate: two decimals at most, no trailing zeros."""
-    s = ("%.2f" % v).rstrip("0").rstrip(".")
+    s = f"{v:.2f}".rstrip("0").rstrip(".")
     return "0" if s == "-0" else s
 
 
@@ -187,7 +187,7 @@ def _ramp(v: np.ndarray) -> list[str]:
     rgb = np.array([[int(c[i:i + 2], 16) for i in (1, 3, 5)] for _, c in RAMP], dtype=float)
     v = np.clip(np.asarray(v, dtype=float).ravel(), at[0], at[-1])
     ch = np.rint(np.stack([np.interp(v, at, rgb[:, k]) for k in range(3)], axis=1)).astype(int)
-    return ["#%02x%02x%02x" % tuple(c) for c in ch.tolist()]
+    return [f"#{r:02x}{g:02x}{b:02x}" for r, g, b in ch.tolist()]
 
 
 def matrix_svg(ops: list[str], targets: list[str], pct: dict[tuple[str, str], float | None],

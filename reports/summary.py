@@ -1,145 +1,201 @@
-"""Per (op, target) summary tables: summary.csv, summary.md and the terminal table."""
+"""Per (op, target) summary tables: summary.csv, summary.md and the terminal table.
+
+:class:`Summary` takes the rows one at a time (:meth:`Summary.add`) and keeps per group only
+counters, sums and the group's latency values; :meth:`Summary.table` gives one dict per
+(op, target) (and device, when a farm run has any), every dict with the same columns in the
+same order. That list is what :func:`to_csv`, :func:`to_markdown` and :func:`to_text` print.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Iterable
+import csv
+import io
+import math
+from collections.abc import Iterable
+from typing import Any
 
-from reports.results import ERROR_STATUSES, FAIL, PASS, UNSUPPORTED, WAIVED, read_rows
-from reports.causes import summary_columns
+import numpy as np
+
+from reports.causes import SchemeTally
+from suite.core.verdict import ERRORS, Status
 
 COLUMNS = ["op", "target", "cases", "passed", "failed", "unsupported", "errors", "bit_exact_pct",
            "max_abs_lsb", "mean_err_lsb", "p50_latency_us"]
+SUMMARY_CSV = "summary.csv"
+SUMMARY_MD = "summary.md"
+
+_RAN = frozenset({Status.PASS.value, Status.FAIL.value, Status.WAIVED.value})   # compared with the golden
+_ERRORS = frozenset(s.value for s in ERRORS)
 
 
-def summarize(rows: Iterable[dict], cache: "ReportCache | None" = None):
-    """A pandas DataFrame with one row per (op, target) (and device, when remote), groups in the
-    order of their first rows. ``cache``: groups already summarized while the run went on
-    (:class:`ReportCache`); one is used only if it holds this very group (the same row objects)."""
-    import pandas as pd
-
-    rows = list(rows)
-    if not rows:
-        return pd.DataFrame(columns=COLUMNS)
-    rows = [r for r in rows if r.get("op") is not None and r.get("target") is not None]   # (groupby's dropna)
-    keys = ["op", "target"] + (["device"] if any(_device(r) for r in rows) else [])
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        groups.setdefault(tuple(_device(r) if k == "device" else r.get(k) for k in keys), []).append(r)
-    out = [(cache.get(keys, key, grp) if cache is not None else None) or group_summary(keys, key, grp)
-           for key, grp in groups.items()]
-    res = pd.DataFrame(out)
-    lead = keys + [c for c in COLUMNS if c not in keys]
-    rest = [c for c in res.columns if c not in lead]
-    return res[lead + rest]
+def _number(v: Any) -> float | None:
+    """A JSON number (a bool too) as a float; None for anything else, NaN and overflow."""
+    if not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return None if math.isnan(f) else f
 
 
-def _device(r: dict) -> str:
-    d = r.get("device")
-    return "" if d is None or (isinstance(d, float) and d != d) else d
+class Group:
+    """The accumulators of one group's summary row."""
 
-
-def _numbers(grp: list[dict], col: str, missing: float = float("nan")):
-    """A column of the group as float64, ``missing`` where it is not a number (pandas'
-    to_numeric with errors="coerce", then fillna)."""
-    import numpy as np
-    out = np.empty(len(grp))
-    for i, r in enumerate(grp):
-        v = r.get(col)
-        try:
-            out[i] = float(v) if isinstance(v, (int, float)) else missing   # (JSON numbers; else NaN)
-        except OverflowError:
-            out[i] = missing
-        if out[i] != out[i]:
-            out[i] = missing
-    return out
-
-
-def group_summary(keys: list[str], key: tuple, grp: list[dict]) -> dict:
-    """The summary row of one group (its rows ``grp``, in run order)."""
-    import numpy as np
-    r = dict(zip(keys, key))
-    status = np.array([g.get("status") for g in grp], dtype=object)
-    ran = np.isin(status, [PASS, FAIL, WAIVED])
-    elements_all = _numbers(grp, "elements", 0.0)
-    mism_all = _numbers(grp, "mismatches", 0.0)
-    elements = float(elements_all[ran].sum())
-    mism = float(mism_all[ran].sum())
-    r["cases"] = len(grp)
-    r["passed"] = int((status == PASS).sum())
-    r["failed"] = int((status == FAIL).sum())
-    r["unsupported"] = int((status == UNSUPPORTED).sum())
-    r["errors"] = int(np.isin(status, list(ERROR_STATUSES)).sum())
-    for s_, col in (("crash", "crashes"), ("timeout", "timeouts"), ("infra", "infra_errors")):
-        r[col] = int((status == s_).sum())
-    r["waived"] = int((status == WAIVED).sum())
-    r["bit_exact_pct"] = round(100.0 * (elements - mism) / elements, 3) if elements else None
-    n_ran = int(ran.sum())
-    r["exact_cases_pct"] = round(100.0 * float((mism_all[ran] == 0).sum()) / n_ran, 2) if n_ran else None
-    mx = _numbers(grp, "max_abs_lsb")[ran]
-    mx = mx[~np.isnan(mx)]
-    r["max_abs_lsb"] = float(mx.max()) if mx.size else None
-    r["mean_err_lsb"] = (round(float(_numbers(grp, "sum_err_lsb", 0.0)[ran].sum()) / elements, 5)
-                         if elements else None)
-    lat = _numbers(grp, "p50_us")
-    lat = lat[~np.isnan(lat)]
-    r["p50_latency_us"] = round(float(np.median(lat)), 2) if lat.size else None
-    found = sorted({g["finding"] for g in grp if g.get("finding")})
-    if found:
-        r["findings"] = ",".join(found)
-    # best_scheme (+ exact %) and mismatch-cause counts from the rows' scheme_exact / causes
-    prefer = next((g["scheme"] for g in grp if g.get("scheme")), None)
-    r.update(summary_columns([g for g, ok in zip(grp, ran) if ok], prefer))
-    return r
-
-
-class ReportCache:
-    """What the report needs of each row, made while the run goes on (the judge thread), so the
-    end only puts it together: :meth:`add` each row as it is written. It keeps the row flattened
-    for results.parquet (``flat``, by ``id`` of the row: reports.runinfo.rows_frame), and
-    summarizes an (op, target) group once it has as many rows as the plan gives it
-    (``expected``: (op, target) -> count). :func:`summarize` takes a cached row only for a group
-    of the very same row objects (a test run again, a resumed run: computed then) and only
-    without a device column (a farm run groups by device too)."""
-
-    def __init__(self, expected: dict[tuple, int]):
-        self._expected = dict(expected)
-        self._rows: dict[tuple, list[dict]] = {}
-        self._done: dict[tuple, tuple[list[int], dict]] = {}
-        self.flat: dict[int, dict] = {}
+    def __init__(self):
+        self.statuses: dict[Any, int] = {}
+        self.ran = 0                 # rows compared with the golden (pass, fail, waived)
+        self.exact = 0               # of which without a mismatch
+        self.elements = 0.0
+        self.mismatches = 0.0
+        self.sum_err = 0.0
+        self.max_abs: float | None = None
+        self.latency: list[float] = []   # each row's p50, for the group's median
+        self.findings: set[str] = set()
+        self.prefer: str | None = None   # the run's scheme (the first row's): best_scheme's tie-break
+        self.schemes = SchemeTally()
 
     def add(self, row: dict) -> None:
-        from reports.runinfo import flat_row
-        self.flat[id(row)] = flat_row(row)
-        key = (row.get("op"), row.get("target"))
-        grp = self._rows.setdefault(key, [])
-        grp.append(row)
-        if len(grp) == self._expected.get(key):
-            self._done[key] = ([id(g) for g in grp], group_summary(["op", "target"], key, grp))
+        s = row.get("status")
+        self.statuses[s] = self.statuses.get(s, 0) + 1
+        lat = _number(row.get("p50_us"))
+        if lat is not None:
+            self.latency.append(lat)
+        if row.get("finding"):
+            self.findings.add(row["finding"])
+        if self.prefer is None and row.get("scheme"):
+            self.prefer = row["scheme"]
+        if s not in _RAN:
+            return
+        self.ran += 1
+        mism = _number(row.get("mismatches")) or 0.0
+        self.exact += mism == 0
+        self.elements += _number(row.get("elements")) or 0.0
+        self.mismatches += mism
+        self.sum_err += _number(row.get("sum_err_lsb")) or 0.0
+        mx = _number(row.get("max_abs_lsb"))
+        if mx is not None and (self.max_abs is None or mx > self.max_abs):
+            self.max_abs = mx
+        self.schemes.add(row)
 
-    def get(self, keys: list[str], key: tuple, grp: list[dict]) -> dict | None:
-        got = self._done.get(key) if len(keys) == 2 else None
-        if got is None or len(got[0]) != len(grp) or any(i != id(g) for i, g in zip(got[0], grp)):
-            return None
-        return dict(got[1])
+    def row(self, key: dict[str, Any]) -> dict[str, Any]:
+        """The summary row: ``key`` (op, target[, device]) and the group's columns."""
+        n = self.statuses.get
+        r = dict(key)
+        r["cases"] = sum(self.statuses.values())
+        r["passed"] = n(Status.PASS.value, 0)
+        r["failed"] = n(Status.FAIL.value, 0)
+        r["unsupported"] = n(Status.UNSUPPORTED.value, 0)
+        r["errors"] = sum(c for s, c in self.statuses.items() if s in _ERRORS)
+        r["crashes"] = n(Status.CRASH.value, 0)
+        r["timeouts"] = n(Status.TIMEOUT.value, 0)
+        r["infra_errors"] = n(Status.INFRA.value, 0)
+        r["waived"] = n(Status.WAIVED.value, 0)
+        e = self.elements
+        r["bit_exact_pct"] = round(100.0 * (e - self.mismatches) / e, 3) if e else None
+        r["exact_cases_pct"] = round(100.0 * self.exact / self.ran, 2) if self.ran else None
+        r["max_abs_lsb"] = self.max_abs
+        r["mean_err_lsb"] = round(self.sum_err / e, 5) if e else None
+        r["p50_latency_us"] = round(float(np.median(self.latency)), 2) if self.latency else None
+        if self.findings:
+            r["findings"] = ",".join(sorted(self.findings))
+        r.update(self.schemes.columns(self.prefer))
+        return r
 
 
-def to_markdown(df) -> str:
-    if df is None or len(df) == 0:
+def _device(row: dict) -> str:
+    d = row.get("device")
+    return "" if d is None or (isinstance(d, float) and math.isnan(d)) else d
+
+
+class Summary:
+    """Rows in, one summary row per (op, target) out; per (op, target, device) when any row has a
+    device (a farm run). Groups are in the order of their first rows; rows without an op or a
+    target are left out."""
+
+    def __init__(self):
+        self.groups: dict[tuple, Group] = {}   # (op, target, device)
+        self.pairs: dict[tuple, Group] = {}    # (op, target): the matrix of a farm run counts every device
+        self.devices = False
+
+    def add(self, row: dict) -> None:
+        op, target = row.get("op"), row.get("target")
+        if op is None or target is None:
+            return
+        dev = _device(row)
+        self.devices = self.devices or bool(dev)
+        for groups, key in ((self.groups, (op, target, dev)), (self.pairs, (op, target))):
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = Group()
+            g.add(row)
+
+    def table(self) -> list[dict[str, Any]]:
+        """The summary: per (op, target[, device]), as summary.csv has it."""
+        if self.devices:
+            return _columns([g.row({"op": k[0], "target": k[1], "device": k[2]}) for k, g in self.groups.items()])
+        return self.pair_table()
+
+    def pair_table(self) -> list[dict[str, Any]]:
+        """Per (op, target), every device together."""
+        return _columns([g.row({"op": k[0], "target": k[1]}) for k, g in self.pairs.items()])
+
+
+def _columns(rows: list[dict]) -> list[dict]:
+    """Every row with the same columns: the group keys and :data:`COLUMNS` first, then the others
+    in the order they first appear; a column a row lacks is None there."""
+    keys = [k for k in ("op", "target", "device") if rows and k in rows[0]]
+    seen = dict.fromkeys(keys + [c for c in COLUMNS if c not in keys])
+    for r in rows:
+        seen.update(dict.fromkeys(r))
+    return [{c: r.get(c) for c in seen} for r in rows]
+
+
+def summarize(rows: Iterable[dict]) -> list[dict[str, Any]]:
+    """The summary table of ``rows`` (:meth:`Summary.table`)."""
+    s = Summary()
+    for r in rows:
+        s.add(r)
+    return s.table()
+
+
+def columns_of(summary: list[dict]) -> list[str]:
+    return list(summary[0]) if summary else list(COLUMNS)
+
+
+def to_csv(summary: list[dict]) -> str:
+    """summary.csv: empty cells for missing values, floats as Python writes them."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    cols = columns_of(summary)
+    w.writerow(cols)
+    for r in summary:
+        w.writerow(["" if r[c] is None else repr(r[c]) if isinstance(r[c], float) else r[c] for c in cols])
+    return out.getvalue()
+
+
+def to_markdown(summary: list[dict]) -> str:
+    if not summary:
         return "(no results)\n"
-    cols = list(df.columns)
+    cols = columns_of(summary)
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for _, r in df.iterrows():
-        lines.append("| " + " | ".join(_fmt(r[c]) for c in cols) + " |")
+    for r in summary:
+        lines.append("| " + " | ".join(fmt(r[c]) for c in cols) + " |")
     return "\n".join(lines) + "\n"
 
 
-def to_text(df, columns: list[str] | None = None) -> str:
+def markdown_file(summary: list[dict]) -> str:
+    """summary.md."""
+    return "# qconform summary\n\n" + to_markdown(summary)
+
+
+def to_text(summary: list[dict], columns: list[str] | None = None) -> str:
     """A fixed-width table for the terminal."""
-    if df is None or len(df) == 0:
+    if not summary:
         return "(no results)"
-    cols = columns or [c for c in df.columns if c in COLUMNS or c in ("device", "best_scheme", "best_scheme_exact_pct")]
-    cells = [[c for c in cols]] + [[_fmt(r[c]) for c in cols] for _, r in df.iterrows()]
+    cols = columns or [c for c in columns_of(summary)
+                       if c in COLUMNS or c in ("device", "best_scheme", "best_scheme_exact_pct")]
+    cells = [list(cols)] + [[fmt(r.get(c)) for c in cols] for r in summary]
     widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
     out = []
     for k, row in enumerate(cells):
@@ -157,8 +213,7 @@ def _numeric(v: str) -> bool:
         return False
 
 
-def _fmt(v) -> str:
-    import math
+def fmt(v) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
     if isinstance(v, float) and math.isinf(v):
@@ -168,14 +223,3 @@ def _fmt(v) -> str:
             return str(int(v))
         return f"{v:.4g}" if abs(v) < 1e-2 else f"{v:.3f}".rstrip("0").rstrip(".")
     return str(v)
-
-
-def write_summaries(report_dir: str | Path, rows: list[dict] | None = None, df=None):
-    """summary.csv and summary.md of ``rows`` (default: the folder's results.jsonl); ``df``: their
-    :func:`summarize` table when the caller has it already."""
-    report_dir = Path(report_dir)
-    if df is None:
-        df = summarize(read_rows(report_dir) if rows is None else rows)
-    df.to_csv(report_dir / "summary.csv", index=False)
-    (report_dir / "summary.md").write_text("# qconform summary\n\n" + to_markdown(df))
-    return df

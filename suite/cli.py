@@ -13,11 +13,11 @@ import importlib
 import pkgutil
 import sys
 
+from suite import __version__, commands
 from suite.core.errors import QconformError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from suite import __version__, commands
     p = argparse.ArgumentParser(prog="qconform", description="Conformance suite for quantized operators. "
                                 "Run the suite itself with `pytest --target=...`.")
     p.add_argument("--version", action="version", version=f"qconform {__version__}")

@@ -1,14 +1,22 @@
 """The conformance tests users run: one test per (case, target).
 
-Parametrized by the plugin (``suite/plugin.py``): ids are ``<op>-<variant>-<index>:<target>``.
+The plugin (suite/plugin.py) makes one class per (op, target) from :class:`Conformance` and
+parametrizes its test with the op's cases; ids are ``<case id>:<target>`` (select with ``-k``).
 """
 
 import pytest
 
+from suite.core.verdict import Outcome
 
-def test_case(qc_verdict):
-    v = qc_verdict
-    if v.status == "unsupported":
-        pytest.skip(f"unsupported on {v.target}: {v.reason}")
-    if v.status != "pass":   # waived and known findings carry an xfail mark (suite/plugin.py)
-        pytest.fail(v.message(), pytrace=False)
+
+class Conformance:
+    __qconform__ = True
+
+    def test_case(self, qc_verdict):
+        v = qc_verdict   # an error/crash/timeout/infra verdict is this test's ERROR (the fixture raises)
+        if v.outcome is Outcome.SKIPPED:
+            pytest.skip(f"unsupported on {v.target}: {v.reason}")
+        if v.outcome is Outcome.XFAILED:
+            pytest.xfail(v.xfail_reason)
+        if v.outcome is Outcome.FAILED:
+            pytest.fail(v.message, pytrace=False)

@@ -8,6 +8,8 @@ user's own target class, and installed packages can register targets under the
 from __future__ import annotations
 
 import importlib
+import traceback
+from importlib.metadata import entry_points
 from typing import Any
 
 from suite.core.errors import QconformError
@@ -32,7 +34,6 @@ ENTRY_POINT_GROUP = "qconform.targets"
 
 def _entry_points() -> dict[str, Any]:
     try:
-        from importlib.metadata import entry_points
         return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
     except Exception:
         return {}
@@ -77,7 +78,6 @@ def load_class(spec: str) -> type[Target]:
 
 def _where(e: Exception) -> str:
     """``Type: message`` and the innermost frame (file:line) where ``e`` was raised."""
-    import traceback
     frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith("<frozen")]
     at = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames and not isinstance(e, SyntaxError) else ""
     return f"{type(e).__name__}: {e}{at}"

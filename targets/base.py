@@ -8,13 +8,17 @@ loaded as ``--target=module:Class``). The suite calls, in order:
 ``unsupported(case)`` -> None, or the reason it cannot express this case
 ``run(cases, timing)`` -> one :class:`Outcome` per case, in order
 
-Only ``run_one`` (or ``run``) must be written; the rest have defaults. A target
-imports its heavy runtime inside its methods, so a missing runtime makes only
-that target unavailable.
+Only ``run_one`` (or ``run``) must be written; the rest have defaults. The module
+holding a target class must import without the target's runtime: the runtime is
+imported in one small loader function per runtime (e.g. ``targets.onnx_model.load_onnx``),
+which ``availability()`` and every other use call, so a missing runtime makes only that
+target unavailable. Everything else (the project's modules, the standard library,
+NumPy) is imported at module level.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -23,6 +27,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from suite.core.errors import Unsupported
+from suite.core.verdict import OUTCOME_STATUSES
 
 
 @dataclass
@@ -161,6 +166,37 @@ def run_in_parts(target: "Target", cases: Sequence, timing: Timing, alone: int =
     if cases[alone:]:
         outs += part(cases[alone:])
     return outs
+
+
+def check_outcome(o: Any) -> Outcome:
+    """``o`` if it is a well-formed Outcome, else an ``error`` outcome saying what was wrong."""
+    if not isinstance(o, Outcome):
+        return Outcome.error(f"target returned {type(o).__name__} instead of an Outcome")
+    if o.status not in OUTCOME_STATUSES:
+        return Outcome.error(f"target returned an Outcome with unknown status {o.status!r}")
+    if not isinstance(o.info, dict):
+        o.info = {}
+    if o.status == "ok":
+        if not isinstance(o.outputs, (list, tuple)):
+            return Outcome.error(f"target returned outputs of type {type(o.outputs).__name__}, "
+                                 f"not a list of arrays")
+        try:
+            o.outputs = [np.asarray(x) for x in o.outputs]
+        except Exception as e:
+            return Outcome.error(f"target returned outputs that are not arrays: {type(e).__name__}: {e}")
+        try:   # a NaN or infinite sample is no time (and would break the summaries' medians)
+            o.latency_us = [x for x in (float(v) for v in (o.latency_us or [])) if math.isfinite(x)]
+        except (TypeError, ValueError, OverflowError):
+            o.latency_us = []
+    return o
+
+
+def check_outcomes(outs: Any, n: int) -> list[Outcome]:
+    """Exactly ``n`` checked outcomes (a wrong count is an error for every case)."""
+    if not isinstance(outs, (list, tuple)) or len(outs) != n:
+        got = f"{len(outs)} outcomes" if isinstance(outs, (list, tuple)) else type(outs).__name__
+        return [Outcome.error(f"target returned {got} for {n} cases") for _ in range(n)]
+    return [check_outcome(o) for o in outs]
 
 
 def latency_stats(samples: Sequence[float]) -> dict[str, float | None]:

@@ -25,18 +25,27 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
+from suite.core.keyed import KeyProblem, mac, user_key, verify
 from targets.base import Outcome
+from targets.onnx_model import load_onnx
+from targets.tflite_model import _subgraph, schema, serialize
 
 DEFAULT_CACHE_DIR = "~/.cache/qconform/qnn"
 CACHE_ENV = "QCONFORM_CACHE_DIR"
+CONTEXT_FORMAT = "qconform-qnn-context/2 hmac-sha256"   # in every entry's MAC
+MAX_SIDECAR_BYTES = 16 << 20
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)   # a FIFO planted in the cache must not block a read
 
 
 # ----------------------------------------------------------------------------- bisection
@@ -129,15 +138,14 @@ class OnnxBatch:
 
 def compat_key(content: bytes) -> tuple:
     """Cases can share a merged model when their IR version and opset imports agree."""
-    import onnx
-    p = onnx.load_from_string(content)
+    p = load_onnx().load_from_string(content)
     return (p.ir_version, tuple(sorted((o.domain, o.version) for o in p.opset_import)))
 
 
 def merge_onnx(cases: list, models: list) -> OnnxBatch:
     """One ONNX model holding every case's graph, names prefixed ``c<k>_``."""
-    import onnx
-    from onnx import compose, helper
+    onnx = load_onnx()
+    compose, helper = onnx.compose, onnx.helper
     nodes, inits, inputs, outputs, value_info, op_types = [], [], [], [], [], []
     opsets: dict[str, int] = {}
     ir = 0
@@ -190,9 +198,9 @@ def placement_by_case(sess, prefixes: list[str] | None) -> list[dict[str, list[s
     ONNX Runtime does not record the assignment). ``prefixes`` None: a one-case model."""
     try:
         info = sess.get_provider_graph_assignment_info()
-    except Exception:
+    except Exception:  # noqa: BLE001 - any runtime without the info (or failing to give it): unknown
         return None
-    per: list[dict[str, list[str]]] = [dict() for _ in range(len(prefixes) if prefixes else 1)]
+    per: list[dict[str, list[str]]] = [{} for _ in range(len(prefixes) if prefixes else 1)]
     for sub in info:
         for node in sub.get_nodes():
             k = case_of_node(getattr(node, "name", ""), prefixes) if prefixes else 0
@@ -219,7 +227,7 @@ def cache_dir_of(option: str | None) -> Path | None:
 
 
 class ContextCache:
-    """Compiled QNN contexts on disk, one per model digest.
+    """Compiled QNN contexts on disk, one per model digest, every entry authenticated.
 
     ``<key>.onnx`` is the EPContext model ONNX Runtime dumps (``ep.context_enable=1``,
     ``ep.context_embed_mode=1``: the context binary inside it); ``<key>.json`` holds what
@@ -227,10 +235,38 @@ class ContextCache:
     context model no longer holds the original nodes. ``<key>.fail.json`` records a model
     QNN refused, with the reason, so it is not compiled again. The key covers the model
     bytes, the QNN options and the runtime versions; files are written atomically.
+
+    Every entry carries an HMAC-SHA256 under the user's secret key (:mod:`suite.core.keyed`):
+
+    * ``<key>.json`` is ``{"format": CONTEXT_FORMAT, "meta": {...}, "mac": hex}``, the MAC
+      over the format, ``"context"``, the cache key, the bytes of ``<key>.onnx`` and the
+      canonical JSON of ``meta`` (sorted keys, no spaces, ASCII);
+    * ``<key>.fail.json`` is ``{"format": CONTEXT_FORMAT, "record": {"reason", "time"}, "mac": hex}``,
+      the MAC over the format, ``"failure"``, the cache key and the canonical JSON of ``record``.
+
+    An entry that does not verify (forged, written by another user or an older qconform,
+    damaged, or a context and sidecar of two different writers) is ignored, as if absent: the
+    model is compiled (or tried) again and the entry rewritten; each such file is one line in
+    ``problems``. ``key`` None reads the user's key; when its file is unsafe the cache is off
+    (nothing is read or written; ``problems`` says why).
     """
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, key: bytes | None = None):
         self.root = Path(root)
+        self.problems: list[str] = []
+        if key is None:
+            try:
+                key = user_key()
+            except KeyProblem as e:
+                self._problem(f"QNN context cache off: key unsafe: {e}")
+        elif not isinstance(key, (bytes, bytearray)) or not key:
+            raise ValueError("ContextCache: key must be non-empty bytes (or None for the user's key)")
+        self._secret = bytes(key) if key is not None else None
+
+    @property
+    def enabled(self) -> bool:
+        """False when the key is unsafe: then the cache neither reads nor writes."""
+        return self._secret is not None
 
     def key(self, content: bytes, *parts: str) -> str:
         return digest_of(content, *parts)
@@ -239,18 +275,27 @@ class ContextCache:
         return self.root / f"{key}.onnx", self.root / f"{key}.json", self.root / f"{key}.fail.json"
 
     def lookup(self, key: str) -> tuple[Path | None, dict | None, dict | None]:
-        """(context model, its sidecar, a recorded failure) of ``key``; missing parts are None."""
-        ctx, meta, fail = self.paths(key)
-        f = _read_json(fail)
+        """(context model, its sidecar, a recorded failure) of ``key``, verified; missing (or
+        unverified) parts are None."""
+        ctx, meta, data = self.lookup_bytes(key)
+        return (self.paths(key)[0] if ctx is not None else None), meta, data
+
+    def lookup_bytes(self, key: str) -> tuple[bytes | None, dict | None, dict | None]:
+        """As :meth:`lookup`, with the context model's verified bytes instead of its path (load
+        these, not the file again, which may have changed since)."""
+        if self._secret is None:
+            return None, None, None
+        ctx, side, fail = self.paths(key)
+        f = self._failure(key, fail)
         if f is not None:
             return None, None, f
-        m = _read_json(meta)
-        if ctx.exists() and m is not None:
-            return ctx, m, None
-        return None, None, None
+        return self._context(key, ctx, side)
 
     def dump_path(self, key: str) -> Path | None:
-        """A fresh temporary file name in the cache folder for ONNX Runtime to dump into."""
+        """A fresh temporary file name in the cache folder for ONNX Runtime to dump into
+        (None when the cache is off or its folder cannot be made)."""
+        if self._secret is None:
+            return None
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError:
@@ -261,20 +306,32 @@ class ContextCache:
         return Path(name)
 
     def store(self, key: str, dumped: Path | None, meta: dict) -> bool:
-        ctx, side, _ = self.paths(key)
-        if dumped is None or not dumped.exists():
+        ctx, side, fail = self.paths(key)
+        if self._secret is None or dumped is None or not dumped.exists():
             return False
         try:
+            meta = json.loads(json.dumps(meta))   # as it will read back
+            content = _read_regular(dumped)
+            tag = mac(self._secret, CONTEXT_FORMAT, "context", key, content, _canonical(meta))
             os.replace(dumped, ctx)
-            _write_json(side, meta)
-            return True
+            _write_json(side, {"format": CONTEXT_FORMAT, "meta": meta, "mac": tag})
         except OSError:
             return False
+        if fail.exists() and self._failure(key, fail, quiet=True) is None:
+            try:                 # an unverified failure record of a key that compiled
+                fail.unlink()
+            except OSError:
+                pass
+        return True
 
     def store_failure(self, key: str, reason: str) -> None:
+        if self._secret is None:
+            return
+        record = json.loads(json.dumps({"reason": reason, "time": time.time()}))
+        tag = mac(self._secret, CONTEXT_FORMAT, "failure", key, _canonical(record))
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            _write_json(self.paths(key)[2], {"reason": reason, "time": time.time()})
+            _write_json(self.paths(key)[2], {"format": CONTEXT_FORMAT, "record": record, "mac": tag})
         except OSError:
             pass
 
@@ -285,18 +342,90 @@ class ContextCache:
             except OSError:
                 pass
 
+    # ---- verification
+    def _problem(self, line: str) -> None:
+        if line not in self.problems:
+            self.problems.append(line)
+
+    def _failure(self, key: str, path: Path, quiet: bool = False) -> dict | None:
+        doc = _read_json(path)
+        if doc is None:
+            if path.exists() and not quiet:
+                self._problem(f"damaged QNN context cache entry at {path} (ignored)")
+            return None
+        record, tag = (doc.get("record"), doc.get("mac")) if isinstance(doc, dict) else (None, None)
+        if (doc.get("format") if isinstance(doc, dict) else None) != CONTEXT_FORMAT \
+                or not isinstance(record, dict) or not isinstance(tag, str) \
+                or not verify(self._secret, tag, CONTEXT_FORMAT, "failure", key, _canonical(record)):
+            if not quiet:
+                self._problem(f"forged QNN context cache entry at {path}: its MAC does not verify "
+                              "under this user's key (ignored; tried again)")
+            return None
+        return record
+
+    def _context(self, key: str, ctx: Path, side: Path) -> tuple[bytes | None, dict | None, None]:
+        doc = _read_json(side)
+        if doc is None:
+            if side.exists():
+                self._problem(f"damaged QNN context cache entry at {side} (ignored)")
+            return None, None, None
+        try:
+            content = _read_regular(ctx)
+        except FileNotFoundError:
+            return None, None, None
+        except OSError:
+            self._problem(f"damaged QNN context cache entry at {ctx}: not a readable regular file (ignored)")
+            return None, None, None
+        meta, tag = (doc.get("meta"), doc.get("mac")) if isinstance(doc, dict) else (None, None)
+        if (doc.get("format") if isinstance(doc, dict) else None) != CONTEXT_FORMAT \
+                or not isinstance(meta, dict) or not isinstance(tag, str) \
+                or not verify(self._secret, tag, CONTEXT_FORMAT, "context", key, content, _canonical(meta)):
+            self._problem(f"forged QNN context cache entry at {side}: its MAC (over it and {ctx.name}) "
+                          "does not verify under this user's key (ignored; compiled again)")
+            return None, None, None
+        return content, meta, None
+
+
+def _canonical(obj) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def _read_regular(p: Path, limit: int | None = None) -> bytes:
+    """The bytes of the regular file ``p`` (not through a symbolic link; OSError otherwise,
+    FileNotFoundError when absent)."""
+    fd = os.open(p, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{p} is not a regular file")
+        if limit is not None and st.st_size > limit:
+            raise OSError(f"{p} is larger than {limit} bytes")
+    except OSError:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
 
 def _read_json(p: Path) -> dict | None:
     try:
-        return json.loads(p.read_text())
-    except (OSError, ValueError):
+        return json.loads(_read_regular(p, MAX_SIDECAR_BYTES))
+    except (OSError, ValueError, RecursionError):   # absent, unreadable, not JSON, nested too deep
         return None
 
 
 def _write_json(p: Path, obj: dict) -> None:
-    tmp = p.with_name(p.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj))
-    os.replace(tmp, p)
+    fd, name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(obj))
+        os.replace(name, p)
+    except BaseException:
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+        raise
 
 
 # ----------------------------------------------------------------------------- LiteRT
@@ -314,9 +443,7 @@ def build_tflite_batch(cases: list) -> TfliteBatch:
     """One .tflite holding one single-op subgraph per case (subgraph k = case k) and a
     SignatureDef ``c<k>`` per subgraph; operator codes and buffers are shared. Each
     subgraph is exactly the one :func:`targets.tflite_model.build` writes for the case."""
-    import flatbuffers
-    from targets.tflite_model import _schema, _subgraph
-    S = _schema()
+    S = schema()
     model = S.ModelT()
     model.version = 3
     model.description = f"qconform batch of {len(cases)}"
@@ -352,9 +479,7 @@ def build_tflite_batch(cases: list) -> TfliteBatch:
     model.subgraphs = subgraphs
     model.buffers = buffers
     model.signatureDefs = sigs
-    b = flatbuffers.Builder(1024)
-    b.Finish(model.Pack(b), file_identifier=b"TFL3")
-    return TfliteBatch(bytes(b.Output()), runtime, ins, outs, keys)
+    return TfliteBatch(serialize(model), runtime, ins, outs, keys)
 
 
 def _tensor_map(S, name: str, index: int):

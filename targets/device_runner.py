@@ -38,6 +38,9 @@ import platform
 import subprocess
 import sys
 import time
+from importlib.metadata import version
+
+import numpy as np
 
 FORMAT = "qconform-batch/1"
 DONE_MARK = "qconform-runner: done"
@@ -45,6 +48,34 @@ DONE_MARK = "qconform-runner: done"
 
 class Unsupported(Exception):
     pass
+
+
+# ----------------------------------------------------------------------------- runtime modules
+
+# A device has one of the runtimes (or none): each is imported here, only when asked for.
+
+def _onnxruntime():
+    """onnxruntime (raises ImportError if the device has none)."""
+    import onnxruntime
+    return onnxruntime
+
+
+def _onnxruntime_qnn():
+    """The onnxruntime-qnn plug-in; None if it is not installed (onnxruntime may have QNN inside)."""
+    try:
+        import onnxruntime_qnn
+    except ImportError:
+        return None
+    return onnxruntime_qnn
+
+
+def _litert():
+    """The LiteRT interpreter module: ai_edge_litert, or tflite_runtime on older boards."""
+    try:
+        from ai_edge_litert import interpreter
+    except ImportError:
+        from tflite_runtime import interpreter
+    return interpreter
 
 
 # ----------------------------------------------------------------------------- device facts
@@ -99,27 +130,23 @@ def device_facts(runtime=None, options=None):
         fam = _read("/sys/devices/soc0/family")
         if fam:
             facts["soc_family"] = fam
-    try:
-        import numpy
-        facts["numpy"] = numpy.__version__
-    except Exception:
-        pass
+    facts["numpy"] = np.__version__
     if runtime in ("onnxruntime", "onnxruntime-qnn"):
         try:
-            import onnxruntime
-            facts["onnxruntime"] = onnxruntime.__version__
+            facts["onnxruntime"] = _onnxruntime().__version__
         except Exception as e:
             facts["onnxruntime"] = f"missing ({type(e).__name__})"
     if runtime == "onnxruntime-qnn":
         try:
-            import onnxruntime_qnn
-            facts["onnxruntime-qnn"] = getattr(onnxruntime_qnn, "__version__", "unknown")
-            try:
-                from onnxruntime_qnn import build_and_package_info as info
+            qnn = _onnxruntime_qnn()
+        except Exception:   # installed but broken
+            qnn = None
+        if qnn is not None:
+            facts["onnxruntime-qnn"] = getattr(qnn, "__version__", "unknown")
+            info = getattr(qnn, "build_and_package_info", None)
+            if info is not None:
                 facts["qnn_sdk"] = str(getattr(info, "qnn_version", "unknown"))
-            except Exception:
-                pass
-        except Exception:
+        else:
             facts["onnxruntime-qnn"] = "built into onnxruntime" if _ort_has_qnn() else "missing"
         facts["htp_performance_mode"] = str(options.get("htp_performance_mode", "burst"))
     if runtime == "litert":
@@ -130,22 +157,17 @@ def device_facts(runtime=None, options=None):
 
 def _ort_has_qnn():
     try:
-        import onnxruntime
-        return "QNNExecutionProvider" in onnxruntime.get_available_providers()
+        return "QNNExecutionProvider" in _onnxruntime().get_available_providers()
     except Exception:
         return False
 
 
 def _litert_version():
-    try:
-        from importlib.metadata import version
-        for dist in ("ai-edge-litert", "tflite-runtime", "tensorflow"):
-            try:
-                return f"{dist} {version(dist)}"
-            except Exception:
-                continue
-    except Exception:
-        pass
+    for dist in ("ai-edge-litert", "tflite-runtime", "tensorflow"):
+        try:
+            return f"{dist} {version(dist)}"
+        except Exception:
+            continue
     return "unknown"
 
 
@@ -160,8 +182,7 @@ class OrtRuntime:
     """onnxruntime on the CPU execution provider (the host's ``ort`` target)."""
 
     def __init__(self, options):
-        import onnxruntime as ort
-        self.ort = ort
+        self.ort = _onnxruntime()
         self.options = options
 
     def session_options(self):
@@ -203,11 +224,8 @@ class QnnRuntime(OrtRuntime):
     def __init__(self, options):
         super().__init__(options)
         self.devices = None
-        try:
-            import onnxruntime_qnn
-            self.plugin = onnxruntime_qnn
-        except ImportError:
-            self.plugin = None
+        self.plugin = _onnxruntime_qnn()
+        if self.plugin is None:
             if not _ort_has_qnn():
                 raise RuntimeError("neither onnxruntime-qnn nor an onnxruntime with QNNExecutionProvider is "
                                    "installed on the device")
@@ -242,11 +260,7 @@ class LiteRtRuntime:
     """LiteRT interpreter, one thread, the given op resolver (``tflite`` / ``tflite-ref`` targets)."""
 
     def __init__(self, options):
-        try:
-            from ai_edge_litert import interpreter as mod
-        except ImportError:
-            from tflite_runtime import interpreter as mod   # older boards
-        self.mod = mod
+        self.mod = _litert()
         self.resolver = str(options.get("op_resolver", "AUTO"))
 
     def prepare(self, case, ws):
@@ -294,7 +308,6 @@ def placement(sess, prefixes):
 # ----------------------------------------------------------------------------- files
 
 def read_raw(path, dtype, shape):
-    import numpy as np
     arr = np.fromfile(path, dtype=np.dtype(dtype).newbyteorder("<"))
     return arr.astype(np.dtype(dtype)).reshape([int(d) for d in shape])
 
@@ -310,7 +323,6 @@ def write_json(path, obj):
 
 def run_case(rt, case, ws, out_dir, warmup, repeats):
     """Run one case; returns its result record (outputs written next to it)."""
-    import numpy as np
     rec = {"tag": case["tag"], "id": case.get("id", case["tag"]), "status": "ok", "reason": "",
            "latency_us": [], "outputs": []}
     try:
@@ -343,7 +355,6 @@ def run_group(rt, group, ws, out_dir):
     """A merged group: one session, one timed run (no warm-up; the local batched targets do
     the same), each member's outputs and record written. Returns the member tags done, or
     [] when the group cannot run as a whole (its cases then run one by one)."""
-    import numpy as np
     marker = os.path.join(out_dir, group["gtag"] + ".started")
     with open(marker, "w") as f:
         json.dump([m["tag"] for m in group["members"]], f)

@@ -15,12 +15,16 @@ preparing the graphs again.
 
 from __future__ import annotations
 
+import os
+import re
+import sys
+import tempfile
 import threading
 from pathlib import Path
 
 from suite.core.errors import Unsupported
-
-from targets.batching import BatchFailed, ContextCache, cache_dir_of
+from targets.batching import BatchFailed, ContextCache, cache_dir_of, placement_by_case
+from targets.onnx_model import load_onnxruntime
 from targets.ort import OrtTarget, short_error
 
 _registered = False
@@ -33,16 +37,21 @@ _lock = threading.Lock()
 CAPABILITY_REFUSAL = "assigned to the default CPU EP"
 
 
+def load_qnn():
+    """The ``onnxruntime_qnn`` plug-in, imported on first use (every use goes through here): this
+    module must load without it, so that a missing onnxruntime-qnn makes ``htp`` unavailable."""
+    import onnxruntime_qnn
+    return onnxruntime_qnn
+
+
 def register_qnn():
     """Register the QNN execution provider library once per process; returns its devices."""
     global _registered
-    import onnxruntime as ort
-    import onnxruntime_qnn
+    ort = load_onnxruntime()
     with _lock:
         if not _registered:
             try:
-                ort.register_execution_provider_library("QNNExecutionProvider",
-                                                        onnxruntime_qnn.get_library_path())
+                ort.register_execution_provider_library("QNNExecutionProvider", load_qnn().get_library_path())
             except Exception as e:  # already registered by someone else in this process
                 if "already" not in str(e).lower():
                     raise
@@ -56,27 +65,25 @@ class HtpTarget(OrtTarget):
 
     def availability(self):
         try:
-            import onnxruntime  # noqa: F401
-            import onnxruntime_qnn  # noqa: F401
-        except Exception as e:
+            load_onnxruntime()
+            load_qnn()
+        except Exception as e:  # noqa: BLE001 - any import failure makes the target unavailable
             return False, f"onnxruntime-qnn not importable ({type(e).__name__}: {e}); pip install onnxruntime-qnn"
         try:
             devs = register_qnn()
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - reported as the reason it is unavailable
             return False, f"QNN execution provider failed to register: {short_error(e)}"
         if not devs:
             return False, "QNN execution provider registered but reports no device"
         return True, "onnxruntime-qnn HTP backend"
 
     def versions(self):
-        import onnxruntime
-        import onnxruntime_qnn
-        v = {"onnxruntime": onnxruntime.__version__, "onnxruntime-qnn": onnxruntime_qnn.__version__,
+        qnn = load_qnn()
+        v = {"onnxruntime": load_onnxruntime().__version__, "onnxruntime-qnn": qnn.__version__,
              "htp_performance_mode": self.perf_mode}
         try:
-            from onnxruntime_qnn import build_and_package_info as info
-            v["qnn_sdk"] = getattr(info, "qnn_version", "unknown")
-        except Exception:
+            v["qnn_sdk"] = getattr(qnn.build_and_package_info, "qnn_version", "unknown")
+        except Exception:  # noqa: BLE001, S110 - the SDK version is optional information
             pass
         return v
 
@@ -86,8 +93,7 @@ class HtpTarget(OrtTarget):
 
     # ---- sessions (targets/ort.py drives them; batching and reuse live there)
     def qnn_options(self) -> dict[str, str]:
-        import onnxruntime_qnn
-        return {"backend_path": onnxruntime_qnn.get_qnn_htp_path(), "htp_performance_mode": self.perf_mode}
+        return {"backend_path": load_qnn().get_qnn_htp_path(), "htp_performance_mode": self.perf_mode}
 
     def _session_options(self, context_file: Path | None = None):
         so = self.session_options()
@@ -100,23 +106,22 @@ class HtpTarget(OrtTarget):
         return so
 
     def create_session(self, content: bytes):
-        import onnxruntime as ort
-        return ort.InferenceSession(content, self._session_options())
+        return load_onnxruntime().InferenceSession(content, self._session_options())
 
     @property
     def context_cache(self) -> ContextCache | None:
         """The QNN context cache (option ``cache_dir`` / --cache-dir, $QCONFORM_CACHE_DIR,
-        default ~/.cache/qconform/qnn; ``off`` disables it)."""
+        default ~/.cache/qconform/qnn; ``off`` disables it). Its entries are authenticated
+        with the user's key; an unsafe key file turns it off (``.enabled`` False) and a forged
+        or damaged entry is ignored; ``.problems`` says which, for the harness to print."""
         if not hasattr(self, "_ctx_cache"):
             root = cache_dir_of(self.options.get("cache_dir"))
             self._ctx_cache = ContextCache(root) if root is not None else None
         return self._ctx_cache
 
     def _cache_key(self, content: bytes) -> str:
-        import onnxruntime
-        import onnxruntime_qnn
         opts = self.qnn_options()
-        return self.context_cache.key(content, onnxruntime.__version__, onnxruntime_qnn.__version__,
+        return self.context_cache.key(content, load_onnxruntime().__version__, load_qnn().__version__,
                                       Path(opts["backend_path"]).name, opts["htp_performance_mode"],
                                       "ORT_ENABLE_ALL", "embed=1")
 
@@ -124,14 +129,13 @@ class HtpTarget(OrtTarget):
         """A QNN session of ``content``: from the context cache when it holds the model, else
         compiled (and its context dumped into the cache). A batch QNN refused is recorded in
         the cache (the next run splits it at once); one case's refusal is always re-tried."""
-        import onnxruntime as ort
-        from targets.batching import placement_by_case
+        ort = load_onnxruntime()
         cache = self.context_cache
-        if cache is None:
+        if cache is None or not cache.enabled:
             sess = self.create_session(content)
             return sess, placement_by_case(sess, prefixes)
         key = self._cache_key(content)
-        ctx, meta, failed = cache.lookup(key)
+        ctx, meta, failed = cache.lookup_bytes(key)   # verified (the context's bytes, not its path)
         stats = self.batch_stats
         if failed is not None:
             stats.cache_hits += 1
@@ -140,10 +144,10 @@ class HtpTarget(OrtTarget):
             raise Unsupported(failed.get("reason") or "QNN HTP refused the model (recorded in the cache)")
         if ctx is not None:
             try:
-                sess = ort.InferenceSession(str(ctx), self._session_options())
+                sess = ort.InferenceSession(ctx, self._session_options())
                 stats.cache_hits += 1
                 return sess, meta.get("placement")
-            except Exception:
+            except Exception:  # noqa: BLE001
                 cache.forget(key)   # stale or damaged: compile again
         stats.cache_misses += 1
         dump = cache.dump_path(key)
@@ -182,13 +186,12 @@ class HtpTarget(OrtTarget):
 
     def _qnn_reason(self, model, devs) -> str:
         """Re-create the failing session with verbose logging and keep QNN's own words."""
-        import onnxruntime as ort
+        ort = load_onnxruntime()
         so = self.session_options()
         so.log_severity_level = 0
         so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
         so.add_provider_for_devices(devs, self.qnn_options())
         lines = _capture_stderr(lambda: ort.InferenceSession(model.content, so))
-        import re
         ansi = re.compile(r"\x1b\[[0-9;]*m")
         hits = []
         for ln in lines:
@@ -220,9 +223,6 @@ class _Bytes:
 
 def _capture_stderr(fn) -> list[str]:
     """Lines written to file descriptor 2 (where ONNX Runtime logs) while ``fn`` runs."""
-    import os
-    import sys
-    import tempfile
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile(mode="w+b") as tmp:
@@ -230,7 +230,7 @@ def _capture_stderr(fn) -> list[str]:
         try:
             try:
                 fn()
-            except Exception:
+            except Exception:  # noqa: BLE001, S110 - the failure is expected: its log is the point
                 pass
         finally:
             os.dup2(saved, 2)

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shlex
 import shutil
 import string
@@ -56,9 +57,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from suite.core.dtypes import DTYPES
-from suite.core.errors import QconformError
+from suite.core.errors import QconformError, signal_name
+from suite.core.userfile import load_toml
 
-from targets.base import Outcome, Timing
+from targets import get_target, onnx_model, tflite_model
+from targets.base import Outcome, Target, Timing
 from targets.remote import RemoteTarget, _le, _Prepared
 from targets.transport import REMOTE_TIMEOUT_RCS, DeviceSpec, TransportError
 
@@ -82,7 +85,6 @@ def load_profile(path: str | os.PathLike, check_files: bool = True) -> dict[str,
     ``check_files=False`` skips the existence check of ``push`` (to read a profile written
     for another machine)."""
     src = str(path)
-    from suite.core.userfile import load_toml
     raw = load_toml(path, "the profile", "--netrun-profile")
 
     def fail(field, msg, rule=None):
@@ -177,8 +179,6 @@ class NetrunTarget(RemoteTarget):
     takes_device = True
 
     def __init__(self, profile: str | None = None, device: DeviceSpec | str | None = None, **options: Any):
-        from targets import get_target
-        from targets.base import Target
         Target.__init__(self, **options)
         self.name = "netrun"
         self.profile_path = profile
@@ -222,7 +222,6 @@ class NetrunTarget(RemoteTarget):
         entry: dict[str, Any] = {"tag": tag, "id": case.id}
         files: dict[str, bytes] = {}
         if pr["model_format"] == "onnx":
-            from targets import onnx_model
             model = onnx_model.build(case)
             content, ext = model.content, "onnx"
             feeds = model.feeds(case)
@@ -231,7 +230,6 @@ class NetrunTarget(RemoteTarget):
             out_shapes = _onnx_output_shapes(content)
             unpack = model.unpack
         else:
-            from targets import tflite_model
             built = tflite_model.build(case)
             content, ext = built.content, "tflite"
             in_names, out_names = _tflite_io_names(content)
@@ -310,7 +308,6 @@ class NetrunTarget(RemoteTarget):
         The workspace and the library folder are found by the script itself ($QC_WS, $QC_LIBS:
         absolute paths on the device, both under the transport's root).
         """
-        import re
         pr = self.profile
         q = shlex.quote
         values = {"workdir": "\0QC_WS\0", "libdir": "\0QC_LIBS\0", "python": self.transport.python}
@@ -382,7 +379,6 @@ class NetrunTarget(RemoteTarget):
             return Outcome.error(f"{tool} killed at its timeout ({self.profile['timeout']} s per case): {tail}",
                                  status="timeout")
         if 128 < rc < 128 + 65:   # the shell's 128 + n: the tool died of signal n (timeout passes it on)
-            from suite.harness.isolation import signal_name
             return Outcome.error(f"{tool} killed by {signal_name(rc - 128)} (exit {rc}) on {self.device.label}: "
                                  f"{tail}",
                                  status="crash")
@@ -428,14 +424,12 @@ def _file_name(tensor: str) -> str:
 
 
 def _onnx_output_shapes(content: bytes) -> list[list[int]]:
-    import onnx
-    m = onnx.load_from_string(content)
+    m = onnx_model.load_onnx().load_from_string(content)
     return [[d.dim_value for d in o.type.tensor_type.shape.dim] for o in m.graph.output]
 
 
 def _tflite_io_names(content: bytes) -> tuple[list[str], list[str]]:
-    from ai_edge_litert import schema_py_generated as S
-    m = S.Model.GetRootAs(content, 0)
+    m = tflite_model.schema().Model.GetRootAs(content, 0)
     sg = m.Subgraphs(0)
     name = lambda i: sg.Tensors(i).Name().decode()   # noqa: E731
     return ([name(sg.Inputs(k)) for k in range(sg.InputsLength())],

@@ -10,18 +10,40 @@ of every graph input and output.
 
 from __future__ import annotations
 
+import ctypes
+import importlib
+import pkgutil
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-from suite.core.dtypes import DTYPES
+from suite.core.dtypes import DTYPES, pack_int4, unpack_int4
 from suite.core.errors import Unsupported
 from suite.core.spec import input_is_const
+from targets import onnx_ops as _ops_pkg
 
 OPSET = 21
 NHWC_TO_NCHW = (0, 3, 1, 2)
 NCHW_TO_NHWC = (0, 2, 3, 1)
+
+
+# The runtimes, imported on first use: this module (and targets.ort, targets.htp,
+# targets.netrun and targets.remote, which import it) must load without them, so that a
+# missing onnx or onnxruntime makes those targets unavailable (their availability()
+# calls these) instead of breaking the import. Every use goes through these two.
+
+def load_onnx():
+    """The ``onnx`` package (its ``helper``, ``numpy_helper``, ``compose`` come with it)."""
+    import onnx
+    return onnx
+
+
+def load_onnxruntime():
+    """The ``onnxruntime`` package."""
+    import onnxruntime
+    return onnxruntime
+
 
 ONNX_TYPES = {
     "float32": "FLOAT", "int32": "INT32", "uint8": "UINT8", "int8": "INT8", "int16": "INT16",
@@ -82,9 +104,7 @@ def ortvalue_4bit(arr: np.ndarray, dtype: str):
     ``OrtValue.ortvalue_from_numpy_with_onnx_type``: the array's shape is the logical
     shape and its buffer is read as packed bytes (element 2i low nibble, 2i+1 high).
     """
-    import onnxruntime as ort
-    from onnx import TensorProto
-    from suite.core.dtypes import pack_int4
+    ort, TensorProto = load_onnxruntime(), load_onnx().TensorProto
     packed = pack_int4(arr)
     buf = np.zeros(max(arr.size, packed.size), np.uint8)
     buf[:packed.size] = packed
@@ -101,9 +121,7 @@ def run_session(sess, names: list[str], feeds: dict) -> list[np.ndarray]:
     kinds = {o.name: o.type for o in sess.get_outputs()}
     if not any(kinds.get(n) in ("tensor(int4)", "tensor(uint4)") for n in names):
         return sess.run(names, feeds)
-    import ctypes
-    import onnxruntime as ort
-    from suite.core.dtypes import unpack_int4
+    ort = load_onnxruntime()
     ov_feeds = {k: v if isinstance(v, ort.OrtValue) else ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(v))
                 for k, v in feeds.items()}
     outs = []
@@ -122,9 +140,8 @@ class Builder:
     """Accumulates nodes, initializers and graph inputs/outputs for one case."""
 
     def __init__(self, case):
-        import onnx
-        from onnx import helper, numpy_helper
-        self.onnx, self.helper, self.nh = onnx, helper, numpy_helper
+        onnx = load_onnx()
+        self.onnx, self.helper, self.nh = onnx, onnx.helper, onnx.numpy_helper
         self.case = case
         self.nodes = []
         self.inits = []
@@ -251,11 +268,8 @@ _loaded = False
 def _load():
     global _loaded
     if not _loaded:
-        import importlib
-        import pkgutil
-        from targets import onnx_ops as pkg
-        for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-            importlib.import_module(f"{pkg.__name__}.{m.name}")
+        for m in sorted(pkgutil.iter_modules(_ops_pkg.__path__), key=lambda m: m.name):
+            importlib.import_module(f"{_ops_pkg.__name__}.{m.name}")
         _loaded = True
 
 

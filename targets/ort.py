@@ -9,6 +9,7 @@ from collections import OrderedDict
 from suite.core.errors import Unsupported
 
 from targets import onnx_model
+from targets.onnx_model import load_onnx, load_onnxruntime
 from targets.base import Outcome, Target, Timing
 from targets.batching import (BatchFailed, BatchStats, batch_info, bisect, compat_key, digest_of, merge_onnx,
                        placement_by_case, placement_text)
@@ -28,15 +29,14 @@ class OrtTarget(Target):
 
     def availability(self):
         try:
-            import onnx  # noqa: F401
-            import onnxruntime  # noqa: F401
+            load_onnx()
+            load_onnxruntime()
         except Exception as e:
             return False, f"onnx/onnxruntime not importable ({type(e).__name__}: {e}); pip install onnx onnxruntime"
         return True, "onnxruntime"
 
     def versions(self):
-        import onnx
-        import onnxruntime
+        onnx, onnxruntime = load_onnx(), load_onnxruntime()
         return {"onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__,
                 "opset": str(onnx_model.OPSET)}
 
@@ -46,7 +46,7 @@ class OrtTarget(Target):
         return None
 
     def session_options(self):
-        import onnxruntime as ort
+        ort = load_onnxruntime()
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         so.intra_op_num_threads = 1
@@ -62,8 +62,8 @@ class OrtTarget(Target):
     # ---- sessions: created, reused, checked
     def create_session(self, content: bytes):
         """A new session of ``content`` (raises whatever ONNX Runtime raises)."""
-        import onnxruntime as ort
-        return ort.InferenceSession(content, self.session_options(), providers=["CPUExecutionProvider"])
+        return load_onnxruntime().InferenceSession(content, self.session_options(),
+                                                   providers=["CPUExecutionProvider"])
 
     def refused(self, content: bytes, error: Exception, model=None) -> str:
         """Why the runtime refused a one-case model (the verdict's reason)."""

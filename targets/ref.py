@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from reference import golden, has_golden
 from targets.base import Outcome, Target, Timing
 
 
@@ -11,15 +14,12 @@ class RefTarget(Target):
     isolate = False   # the golden (NumPy; its C dot product is probed in a separate process first): in the pytest process
 
     def versions(self):
-        import numpy
-        return {"numpy": numpy.__version__}
+        return {"numpy": np.__version__}
 
     def unsupported(self, case):
-        from reference import has_golden
         return None if has_golden(case.op) else f"no golden for {case.op}"
 
     def run_one(self, case, timing: Timing) -> Outcome:
-        from reference import golden
         scheme = self.options.get("scheme")
         outs, samples = Timing(warmup=0, repeats=1).measure(lambda: golden(case, scheme))
         return Outcome.ok(outs, samples)

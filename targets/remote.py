@@ -42,9 +42,11 @@ import numpy as np
 from suite.core.dtypes import DTYPES
 from suite.core.errors import QconformError, Unsupported
 
+from targets import get_target, load_class, onnx_model, tflite_model
 from targets.base import Outcome, Target, Timing
+from targets.batching import batch_info, compat_key, merge_onnx, placement_text
 from targets.transport import (REMOTE_TIMEOUT_RCS, CommandResult, DeviceSpec, Transport, TransportError,
-                        make_transport, parse_device)
+                        make_transport, parse_device, parse_device_list)
 
 RUNNER = Path(__file__).with_name("device_runner.py")
 DONE_MARK = "qconform-runner: done"
@@ -94,7 +96,6 @@ class RemoteTarget(Target):
 
     def __init__(self, inner: str, device: DeviceSpec | str, **options: Any):
         super().__init__(**options)
-        from targets import get_target
         self.inner = inner
         self.name = inner
         self.kind = REMOTABLE[inner]
@@ -137,10 +138,9 @@ class RemoteTarget(Target):
             return False, why
         try:
             if self.kind.model == "onnx":
-                import onnx  # noqa: F401
+                onnx_model.load_onnx()
             else:
-                import ai_edge_litert.schema_py_generated  # noqa: F401
-                import flatbuffers  # noqa: F401
+                tflite_model.schema()   # (it needs flatbuffers)
         except Exception as e:
             return False, (f"the host cannot build {self.kind.model} models ({type(e).__name__}: {e}); "
                            f"pip install {'onnx' if self.kind.model == 'onnx' else 'ai-edge-litert'}")
@@ -190,7 +190,6 @@ class RemoteTarget(Target):
         entry: dict[str, Any] = {"tag": tag, "id": case.id}
         files: dict[str, bytes] = {}
         if self.kind.model == "onnx":
-            from targets import onnx_model
             model = onnx_model.build(case)
             entry["model"] = f"models/{tag}.onnx"
             files[entry["model"]] = model.content
@@ -204,7 +203,6 @@ class RemoteTarget(Target):
             unpack = model.unpack
             return _Prepared(tag, entry, files, unpack, case, model)
         else:
-            from targets import tflite_model
             built = tflite_model.build(case)
             entry["model"] = f"models/{tag}.tflite"
             files[entry["model"]] = built.content
@@ -227,7 +225,6 @@ class RemoteTarget(Target):
         if (self.kind.model != "onnx" or len(prepared) < 2 or int(self.options.get("max_batch", 256)) < 2
                 or self.device.opt("merge", "1") in ("0", "no", "off", "false")):
             return []
-        from targets.batching import compat_key
         groups: dict[tuple, list[_Prepared]] = {}
         for p in prepared:
             if p.model is None or p.case.id in self._no_merge or not self.local.batchable(p.model):
@@ -243,7 +240,6 @@ class RemoteTarget(Target):
         manifest = {"format": "qconform-batch/1", "runtime": self.kind.runtime, "options": self.runtime_options(),
                     "warmup": int(timing.warmup), "repeats": int(timing.repeats), "out": "out",
                     "cases": [p.entry for p in prepared], "groups": []}
-        from targets.batching import merge_onnx
         for k, group in enumerate(self.merge_groups(prepared)):
             merged = merge_onnx([p.case for p in group], [p.model for p in group])
             rel = f"models/g{k:03d}.onnx"
@@ -466,7 +462,6 @@ class RemoteTarget(Target):
         eps = rec.get("placement")
         check = getattr(self.local, "check_placement", None)
         if eps is not None and check is not None:
-            from targets.batching import placement_text
             why = check(eps)          # the local target's own rule (e.g. htp: nothing reached QNN)
             if why:
                 return Outcome.unsupported(why)
@@ -474,7 +469,6 @@ class RemoteTarget(Target):
         elif self.kind.placement:
             info["placement"] = self.kind.placement
         if rec.get("batch_size", 1) > 1:
-            from targets.batching import batch_info
             info.update(batch_info(int(rec["batch_size"]), rec.get("batch_us")))
         else:
             info["latency_scope"] = "case"
@@ -524,7 +518,6 @@ class FarmView(Target):
 
 def takes_device(name: str) -> bool:
     """Whether target ``name`` drives a device itself (``netrun``, or a class with ``takes_device = True``)."""
-    from targets import load_class
     return bool(getattr(load_class(name), "takes_device", False))
 
 
@@ -534,7 +527,6 @@ def device_targets(names: Sequence[str], device: DeviceSpec | None, devices: Seq
 
     Raises QconformError for a target that has no device form or is not available.
     """
-    from targets import get_target
     target_options = target_options or {}
     out: dict[str, Target] = {}
     shared: Transport | None = None    # the targets of one device share its connection
@@ -582,10 +574,9 @@ def plan_workers(option, has_xdist: bool) -> None:
     ``-n`` absent: set to the number of devices; ``-n auto``: resolved by
     ``pytest_xdist_auto_num_workers`` to the same number; any other ``-n`` must
     equal it. ``--dist`` becomes ``each`` (every device runs every case) or, with
-    ``--device-dist=shard``, ``load`` with :func:`op_target_scheduler` (each
-    (op, target) group runs, batched, on one device).
+    ``--device-dist=shard``, xdist's ``loadscope``: the suite's tests are one class per
+    (op, target), so each group runs, batched, on one device.
     """
-    from targets.transport import parse_device_list
     devices = parse_device_list(getattr(option, "device", None))
     if len(devices) < 2:
         return
@@ -601,30 +592,9 @@ def plan_workers(option, has_xdist: bool) -> None:
     elif n not in ("auto", "logical") and int(n) != len(devices):
         raise QconformError(f"-n {n} with {len(devices)} devices (drop -n, or give -n {len(devices)})",
                             field="--device", rule="one xdist worker per device")
-    want = "load" if getattr(option, "device_dist", "each") == "shard" else "each"
+    want = "loadscope" if getattr(option, "device_dist", "each") == "shard" else "each"
     if getattr(option, "dist", "no") not in ("no", want):
         raise QconformError(f"--dist {option.dist} with several devices (the suite uses --dist {want} for "
                             f"--device-dist={getattr(option, 'device_dist', 'each')})", field="--dist",
                             rule="one xdist worker per device")
     option.dist = want
-
-
-def op_target_scheduler(config, log, groups: dict[str, str]):
-    """xdist's own LoadScopeScheduling with the (op, target) pair as the scope.
-
-    xdist hands each scope, whole, to one worker, so an (op, target) group runs as
-    batches on one device, and a free worker takes the next group. (This is how
-    xdist's ``loadgroup`` is built, keyed here by the case's op instead of an
-    ``xdist_group`` mark; with pytest 9 and xdist 3.8 that mark's node-id suffix
-    is lost, so ``--dist loadgroup`` no longer groups.) ``groups`` maps the test
-    id ``<case id>:<target>`` to ``<op>:<target>``.
-    """
-    from xdist.scheduler import LoadScopeScheduling
-
-    class OpTargetScheduling(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            i, j = nodeid.find("["), nodeid.rfind("]")
-            key = nodeid[i + 1:j] if 0 <= i < j else nodeid
-            return groups.get(key, nodeid)
-
-    return OpTargetScheduling(config, log)

@@ -10,6 +10,7 @@ tflite-runtime (which stopped at 2.14 in 2023).
 from __future__ import annotations
 
 import time
+from importlib.metadata import version
 
 import numpy as np
 
@@ -21,19 +22,25 @@ from targets.base import Outcome, Target, Timing
 from targets.batching import BatchFailed, BatchStats, bisect, build_tflite_batch
 
 
+def load_interpreter():
+    """``ai_edge_litert.interpreter``, imported on first use (every use goes through here): this
+    module must load without LiteRT, so that a missing ai-edge-litert makes the target unavailable."""
+    from ai_edge_litert import interpreter
+    return interpreter
+
+
 class _LiteRT(Target):
     resolver = "AUTO"
 
     def availability(self):
         try:
-            import ai_edge_litert.interpreter  # noqa: F401
-            import flatbuffers  # noqa: F401
+            load_interpreter()
+            tflite_model.schema()   # the model builder's half (it needs flatbuffers)
         except Exception as e:  # ImportError or a broken wheel
             return False, f"ai-edge-litert is not importable ({type(e).__name__}: {e}); pip install ai-edge-litert"
         return True, "ai-edge-litert"
 
     def versions(self):
-        from importlib.metadata import version
         return {"ai-edge-litert": version("ai-edge-litert"), "op_resolver": self.resolver}
 
     #: element types LiteRT's builtin kernels compute on as quantized activations
@@ -50,9 +57,9 @@ class _LiteRT(Target):
         return None
 
     def _interpreter(self, content: bytes):
-        from ai_edge_litert.interpreter import Interpreter, OpResolverType
-        rtype = getattr(OpResolverType, self.resolver)
-        it = Interpreter(model_content=content, experimental_op_resolver_type=rtype, num_threads=1)
+        lite = load_interpreter()
+        rtype = getattr(lite.OpResolverType, self.resolver)
+        it = lite.Interpreter(model_content=content, experimental_op_resolver_type=rtype, num_threads=1)
         it.allocate_tensors()
         return it
 

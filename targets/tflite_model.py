@@ -64,16 +64,29 @@ class BuiltModel:
     input_indices: list[int]   # case input index of each model input, in order
 
 
-def _schema():
+# The runtime, imported on first use: this module (and targets.tflite, targets.netrun and
+# targets.remote, which import it) must load without LiteRT, so that a missing ai-edge-litert
+# makes those targets unavailable (their availability() calls schema()) instead of breaking
+# the import. Every use goes through schema() and serialize().
+
+def schema():
+    """LiteRT's generated flatbuffer schema classes (``ai_edge_litert.schema_py_generated``;
+    importing them needs ``flatbuffers`` too)."""
     from ai_edge_litert import schema_py_generated as S
     return S
 
 
+def serialize(model) -> bytes:
+    """A schema ``ModelT`` as .tflite bytes."""
+    import flatbuffers
+    b = flatbuffers.Builder(1024)
+    b.Finish(model.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
 def build(case):
     """Serialize a one-op model for ``case``. Raises Unsupported for what it cannot express."""
-    S = _schema()
-    import flatbuffers
-
+    S = schema()
     model = S.ModelT()
     model.version = 3
     model.description = f"qconform {case.id}"
@@ -86,9 +99,7 @@ def build(case):
     model.operatorCodes = [oc]
     model.subgraphs = [sg]
     model.buffers = buffers
-    b = flatbuffers.Builder(1024)
-    b.Finish(model.Pack(b), file_identifier=b"TFL3")
-    return BuiltModel(bytes(b.Output()), runtime_inputs)
+    return BuiltModel(serialize(model), runtime_inputs)
 
 
 def _tensor(S, case_tensor, name, buffer_index):

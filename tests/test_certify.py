@@ -9,14 +9,20 @@ import pytest
 
 from reports.certify import case_set_digest, verdict_of
 from reports.results import read_rows
-from suite.core.waivers import load_waivers
 from suite.core.errors import QconformError
+from suite.core.waivers import load_waivers
 from tests.helper_targets import flipped
 
 # the first slice of operators (targets/onnx_ops/slice.py)
 SLICE_OPS = ["ADD", "SUB", "MUL", "QUANTIZE", "DEQUANTIZE", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED",
              "AVERAGE_POOL_2D", "MAX_POOL_2D", "SOFTMAX", "LOGISTIC", "TANH", "RESHAPE", "CONCATENATION"]
 WRONG = "tests.helper_targets:WrongTarget"
+
+
+def _folder(rd):
+    """A run's report folder: ``--report-dir`` itself, or its latest run where each run has a folder there."""
+    latest = rd / "latest"
+    return latest.resolve() if latest.is_dir() else rd
 
 
 def _cert(rd):
@@ -46,6 +52,7 @@ def test_tflite_ref_certifies_the_slice_ops_bit_exact(run_suite):
     if not ok:
         pytest.skip(f"tflite-ref unavailable: {why}")
     proc, rd = run_suite("--target=tflite-ref", "--certify", "--ops", ",".join(SLICE_OPS), "--cases-per-op", "3")
+    rd = _folder(rd)
     assert (rd / "certificate.json").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     cert = _cert(rd)
     ops = _entries(cert)
@@ -70,6 +77,7 @@ def _ids(ops, n):
 
 def test_a_wrong_target_is_non_conformant_with_its_failing_ids(run_suite):
     proc, rd = run_suite(f"--target={WRONG}", "--certify", "--ops", "ADD,SUB", "--cases-per-op", "5")
+    rd = _folder(rd)
     assert proc.returncode == 1
     cert = _cert(rd)
     bad = {cid for cid in _ids(["ADD", "SUB"], 5) if flipped(cid, 3)}
@@ -114,6 +122,7 @@ versions = {{ helper = "*" }}
 expires = 2099-12-31
 """)
     proc, rd = run_suite(f"--target={WRONG}", "--certify", "--waivers", str(f), "--ops", "ADD", "--cases-per-op", "5")
+    rd = _folder(rd)
     rows = {r["case_id"]: r for r in read_rows(rd)}
     assert rows[bad[0]]["status"] == "waived" and rows[bad[0]]["waiver"] == "waivers.toml#0"
     assert rows[bad[1]]["status"] == "fail" and rows[bad[1]]["waiver_expired"] == "waivers.toml#1"

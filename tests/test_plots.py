@@ -314,9 +314,10 @@ def test_no_matplotlib_import():
     subprocess.run([sys.executable, "-c", code, str(ROOT)], check=True, timeout=120)
 
 
-def test_charts_of_a_default_run_are_fast():
-    """47 ops x 4 targets (the default run), histograms filling 36 slots, 82 cause rows: well under 0.1 s
-    (the matplotlib charts took about 0.45 s); the bound is generous for a loaded machine."""
+def test_charts_of_a_default_size_run():
+    """47 ops x 4 targets (the default run), histograms filling 36 slots, 82 cause rows: every cell drawn.
+    (About 5 ms here; the matplotlib charts took about 0.45 s. Printed, not asserted: no test depends
+    on the machine's speed.)"""
     ops = [f"OP_NUMBER_{i}" for i in range(47)]
     targets = ["tflite", "tflite-ref", "ort", "htp"]
     pct = {(op, t): (None if (i + j) % 13 == 0 else 90 + (i * 7 + j) % 11) for i, op in enumerate(ops)
@@ -333,5 +334,4 @@ def test_charts_of_a_default_run_are_fast():
            plots.latency_svg(ops, targets, p50), plots.causes_svg(labels, counts)]
     took = time.perf_counter() - t0
     print(f"\nfour charts of a default-size run: {took * 1000:.1f} ms, {sum(map(len, out))} bytes")
-    assert took < 5   # (about 5 ms here; matplotlib took 0.44 s: a bound that only a regression of that kind fails)
     assert len(_marks(_svg(out[0]), "cells")) + len(_marks(_svg(out[0]), "no-data")) == 47 * 4

@@ -20,6 +20,12 @@ from suite.core.case import Case, Tensor
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+def _folder(rd: Path) -> Path:
+    """A run's report folder: ``--report-dir`` itself, or its latest run where each run has a folder there."""
+    latest = rd / "latest"
+    return latest.resolve() if latest.is_dir() else rd
+
+
 # ----------------------------------------------------------------------------- causes (unit)
 
 def _case(n: int) -> Case:
@@ -81,19 +87,18 @@ def test_summary_has_best_scheme_and_cause_columns():
     rows = [{"op": "ADD", "target": "t", "status": "pass", "elements": 10, "mismatches": 2, "max_abs_lsb": 1.0,
              "sum_err_lsb": 0.0, "scheme": "tflite-ref-double", "causes": {"tie": 2},
              "scheme_exact": {"tflite-ref-double": 8, "xnnpack-fp32": 10}}]
-    df = summarize(rows)
-    r = df.iloc[0]
+    r = summarize(rows)[0]
     assert r["best_scheme"] == "xnnpack-fp32" and r["best_scheme_exact_pct"] == 100.0
     assert r["cause_tie"] == 2 and r["cause_unexplained"] == 0
 
 
-def test_html_matrix_of_a_farm_run_counts_every_device(tmp_path):
+def test_html_matrix_of_a_farm_run_counts_every_device():
     """Rows of several devices: the op x target cell shows the failure of one, not the last device's pass."""
     from reports.html import build_html
     base = {"run_id": "r", "case_id": "ADD-x-000", "op": "ADD", "target": "htp", "sum_err_lsb": 0, "p50_us": 1.0}
     rows = [dict(base, device="ssh:a", status="fail", elements=10, mismatches=5, max_abs_lsb=3.0),
             dict(base, device="ssh:b", status="pass", elements=10, mismatches=0, max_abs_lsb=0.0)]
-    text = build_html(tmp_path, rows, {"run_id": "r", "finished": "x"}, None)
+    text = build_html(rows, {"run_id": "r", "finished": "x"}, None)
     cell = re.search(r'id="matrix">.*?</table>', text).group(0)
     assert 'class="cell failing"' in cell and "1/2" in cell and "1 failed" in cell, cell
 
@@ -105,13 +110,14 @@ def run_dir(tmp_path_factory):
     """One small run: the golden target and a wrong one (3 LSB off on every third case)."""
     import os
     import sys
+
     from tests.conftest import ROOT
     rd = tmp_path_factory.mktemp("report")
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--report-dir={rd}",
            "--target=ref,tests.helper_targets:WrongTarget", "--ops", "ADD,MUL", "--cases-per-op", "5"]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    proc = subprocess.run(cmd, check=False, cwd=ROOT, capture_output=True, text=True, timeout=600, env=dict(os.environ))
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]   # WrongTarget fails some cases
-    return rd
+    return _folder(rd)
 
 
 def test_rows_carry_scheme_counts_and_causes(run_dir):
@@ -180,7 +186,7 @@ def test_index_html_renders_offline_in_chromium(run_dir):
              "--disable-component-update", "--no-first-run", "--disable-sync", f"--user-data-dir={prof}",
              "--proxy-server=http://127.0.0.1:9", "--virtual-time-budget=5000", "--dump-dom",
              (run_dir / "index.html").as_uri()],
-            capture_output=True, text=True, timeout=120)
+            check=False, capture_output=True, text=True, timeout=120)
     dom = proc.stdout
     assert 'data-loaded="1"' in dom, proc.stderr[-2000:]
     assert 'id="matrix"' in dom
@@ -226,93 +232,33 @@ def test_junit_xml_carries_properties(tmp_path, run_suite):
     xml = tmp_path / "junit.xml"
     proc, rd = run_suite("--target=ref", "--ops", "ADD", "--cases-per-op", "2", f"--junitxml={xml}")
     assert proc.returncode == 0, proc.stdout[-2000:]
+    rd = _folder(rd)
     text = xml.read_text()
     n = len(read_rows(rd))
     assert n >= 2 and text.count("<testcase") == n
     assert text.count('name="qconform.status" value="pass"') == n and 'name="qconform.max_abs_lsb"' in text
 
 
-# ----------------------------------------------------------------------------- index.html in a child process
+# ----------------------------------------------------------------------------- the end of a run = qconform report
 
-def test_index_html_built_in_a_child_is_the_one_built_here(run_dir):
+def test_index_html_at_the_end_of_the_run_is_the_one_built_from_its_rows(run_dir):
     from reports.html import build_html
     info = json.loads((run_dir / "run.json").read_text())
-    here = build_html(run_dir, read_rows(run_dir), info, None)
+    assert info["counts"] and info["cost"]["rows"] == len(read_rows(run_dir))   # the rows' part of run.json
+    here = build_html(read_rows(run_dir), info, None)
     assert (run_dir / "index.html").read_text(encoding="utf-8") == here
 
 
-def test_in_child_gives_the_path_or_the_childs_own_error(tmp_path):
-    import os
-    import threading
-    from reports.runinfo import ChildError, in_child
-    out = tmp_path / "x.txt"
-    if threading.active_count() > 1:   # in_child forks only from a single-threaded process
-        pytest.skip("another thread is alive in this process (a fork is not safe)")
-
-    def write():
-        out.write_text("made by the child")
-        return out
-    child = in_child(write)
-    assert child is not None and child.result() == out and out.read_text() == "made by the child"
-
-    def boom():
-        raise ValueError("no rows")
-    with pytest.raises(ChildError, match="^ValueError: no rows$"):
-        in_child(boom).result()
-    with pytest.raises(ChildError, match="ended without a result"):
-        in_child(lambda: os._exit(3)).result()
-    # another thread alive: no fork (the caller builds it itself)
-    stop = threading.Event()
-    t = threading.Thread(target=stop.wait)
-    t.start()
-    try:
-        assert in_child(write) is None
-    finally:
-        stop.set()
-        t.join()
-
-
-def test_summary_from_groups_made_during_the_run_is_the_same_table(run_dir):
-    """reports.summary.ReportCache (filled by the judge as rows are written): the same summary
-    as computed at the end, and a group whose rows changed (a test run again) is computed anew."""
-    from collections import Counter
-    from reports.summary import ReportCache, group_summary, summarize
-    rows = read_rows(run_dir)
-    cache = ReportCache(Counter((r["op"], r["target"]) for r in rows))
-    for r in rows:
-        cache.add(r)
-    plain = summarize(rows)
-    assert summarize(rows, cache).to_csv(index=False) == plain.to_csv(index=False)
-    # a cached group is a real shortcut: a poisoned entry shows up when it is taken
-    key = (rows[0]["op"], rows[0]["target"])
-    ids, doc = cache._done[key]
-    cache._done[key] = (ids, {**doc, "passed": -1})
-    assert summarize(rows, cache).iloc[0]["passed"] == -1
-    # the same group with one row replaced (a re-run's row): not taken from the cache
-    again = [dict(r) if r is rows[0] else r for r in rows]
-    assert summarize(again, cache).iloc[0]["passed"] == plain.iloc[0]["passed"]
-    # a farm run's groups are (op, target, device): the same row objects, but never from the cache
-    farm = [{**r, "device": "ssh:a"} for r in rows]
-    fc = ReportCache(Counter((r["op"], r["target"]) for r in farm))
-    for r in farm:
-        fc.add(r)
-    fc._done[key] = (fc._done[key][0], {**fc._done[key][1], "passed": -1})
-    assert summarize(farm, fc)["passed"].tolist() == summarize(farm)["passed"].tolist()
-    assert group_summary(["op", "target"], key, [r for r in rows if (r["op"], r["target"]) == key]) == doc
-
-
-def test_parquet_from_rows_flattened_during_the_run_is_the_same(run_dir, tmp_path):
+def test_report_command_rebuilds_the_same_artefacts(run_dir, tmp_path, qconform_cli):
+    """`qconform report` on a copy of a finished run: the same summary, page and table as the run's end."""
     import pandas as pd
-    from collections import Counter
-    from reports.runinfo import write_parquet
-    from reports.summary import ReportCache
-    rows = read_rows(run_dir)
-    a = pd.read_parquet(write_parquet(tmp_path, rows))
-    cache = ReportCache(Counter())
-    for r in rows:
-        cache.add(r)
-    flat = cache.flat
-    flat[id(rows[0])] = {**flat[id(rows[0])], "op": "POISONED"}   # taken from the flat rows
-    b = pd.read_parquet(write_parquet(tmp_path, rows, flat))
-    assert b["op"].iloc[0] == "POISONED"
-    assert a.iloc[1:].equals(b.iloc[1:]) and list(a.columns) == list(b.columns)
+    d = tmp_path / "again"
+    d.mkdir()
+    for name in ("results.jsonl", "run.json"):
+        shutil.copy(run_dir / name, d / name)
+    p = qconform_cli("report", str(d))
+    assert p.returncode == 0, p.stderr
+    for name in ("summary.csv", "summary.md", "index.html"):
+        assert (d / name).read_bytes() == (run_dir / name).read_bytes(), name
+    assert pd.read_parquet(d / "results.parquet").equals(pd.read_parquet(run_dir / "results.parquet"))
+    assert "bit_exact_pct" in p.stdout and not list(d.glob("*.tmp"))

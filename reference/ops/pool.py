@@ -393,8 +393,8 @@ def resize_bilinear(case, scheme):
     """reference_ops::ResizeBilinearInteger (int8; quantization ignored, same scale in and
     out): 10-bit fixed-point source coordinates (:func:`_interp_integer`), the four
     neighbours weighted by (1024 - dy)(1024 - dx), dy(1024 - dx), ... and summed in int64
-    at 2^20; default build: (sum + (sum > 0 ? 2^19 : -2^19)) / 2^20 truncating (half away
-    from zero); TFLITE_SINGLE_ROUNDING: (sum + 2^19) >> 20 (half up). ``exact``: sum / 2^20.
+    at 2^20; default build: (sum + (sum > 0 ? 2^19 : -2^19)) / 2^20 truncating (half
+    away from zero); TFLITE_SINGLE_ROUNDING: (sum + 2^19) >> 20 (half up). ``exact``: sum / 2^20.
     Float schemes: the float reference kernel (in/out scale, floor/ceil neighbours) in
     ``scheme.ftype`` on dequantized values, then ``scheme.quantize_real``."""
     x, out, (h, w), (oh, ow), ac, hp = _resize_setup(case)

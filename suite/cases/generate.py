@@ -18,8 +18,11 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from reference import arith
+from suite.cases import generators as _generators_pkg
 from suite.core.case import Case, Tensor
 from suite.core.dtypes import DTYPES
+from suite.core.spec import tables
 
 DEFAULT_CASES_PER_OP = 30
 DEFAULT_SEED = 0
@@ -87,9 +90,8 @@ def _load():
     global _loaded
     if _loaded:
         return
-    from suite.cases import generators as pkg
-    for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        importlib.import_module(f"{pkg.__name__}.{m.name}")
+    for m in sorted(pkgutil.iter_modules(_generators_pkg.__path__), key=lambda m: m.name):
+        importlib.import_module(f"{_generators_pkg.__name__}.{m.name}")
     _loaded = True
 
 
@@ -97,7 +99,6 @@ def generator_ops() -> list[str]:
     """Operators with a generator, in spec-table order (LiteRT int8 first, then other tables)."""
     _load()
     ops = list(_GENERATORS) + [op for op in _EXTRA if op not in _GENERATORS]
-    from suite.core.spec import tables
     order: dict[str, int] = {}
     for t in sorted(tables().values(), key=lambda t: (t.name != "litert-int8", t.name)):
         for op in t.ops:
@@ -213,8 +214,8 @@ class Gen:
               hi: int | None = None) -> np.ndarray:
         """Random codes of a quantized activation.
 
-        ``sat_hi`` draws from the top of the range (large positive reals) and ``sat_lo``
-        from the bottom, so outputs saturate at both ends; others are uniform.
+        ``sat_hi`` draws from the top of the range (large positive reals) and ``sat_lo`` from
+        the bottom, so outputs saturate at both ends; others are uniform.
         """
         d = DTYPES[dtype]
         lo = d.qmin if lo is None else lo
@@ -301,7 +302,6 @@ def rounding_inputs(g: Gen, kind: str, m: int, s: int, lo: int, hi: int, count: 
     makes interesting: kind "tie": x * m * 2^(s-31) is exactly k + 1/2; kind "dbl_vs_single": the
     two-step (default build) and one-step (TFLITE_SINGLE_ROUNDING) results differ away from a tie.
     None if [lo, hi] holds none."""
-    from reference import arith
     x = np.arange(lo, hi + 1, dtype=np.int64)
     total = 31 - s
     tie = np.mod(x * m, np.int64(1) << total) == (np.int64(1) << (total - 1))

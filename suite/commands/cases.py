@@ -14,6 +14,10 @@ import hashlib
 import sys
 from pathlib import Path
 
+from reference import SCHEMES, has_golden
+from suite.cases.generate import DEFAULT_CASES_PER_OP, generate, generator_ops
+from suite.commands.golden import golden_doc, write_doc
+from suite.core.case import save_case
 from suite.core.errors import QconformError
 
 
@@ -33,8 +37,6 @@ def register(sub):
 
 
 def run(args) -> int:
-    from suite.core.case import save_case
-    from suite.cases.generate import DEFAULT_CASES_PER_OP, generate, generator_ops
     n = args.cases_per_op if args.cases_per_op is not None else DEFAULT_CASES_PER_OP
     if n < 1:
         raise QconformError(f"must be >= 1 (got {n})", field="--cases-per-op")
@@ -45,7 +47,6 @@ def run(args) -> int:
         raise QconformError(f"no generator for {', '.join(bad)} (known: {', '.join(known)})", field="--ops",
                             rule="operators with a generator")
     if args.scheme is not None:
-        from reference import SCHEMES
         if args.scheme not in SCHEMES:
             raise QconformError(f"unknown scheme '{args.scheme}' (known: {', '.join(SCHEMES)})", field="--scheme")
     out = Path(args.output)
@@ -59,12 +60,10 @@ def run(args) -> int:
     for c in cases:
         written.append(save_case(c, out / f"{c.id}.json"))
         if args.golden:
-            from reference import has_golden
             if not has_golden(c.op):
                 continue
-            from suite.commands.golden import _golden_doc, _write
             p = out / f"{c.id}.golden.json"
-            _write(p, _golden_doc(c, args.scheme))
+            write_doc(p, golden_doc(c, args.scheme))
             written.append(p)
             goldens += 1
     h = hashlib.sha256()

@@ -9,6 +9,9 @@ import json
 import sys
 from pathlib import Path
 
+from reports.diff import diff_runs, to_markdown, to_text, write_csv
+from suite.core.errors import QconformError
+
 
 def register(sub):
     p = sub.add_parser("diff", help="regressions of a run against a baseline run (exit 1 if any)",
@@ -30,8 +33,6 @@ def register(sub):
 
 
 def run(args) -> int:
-    from reports.diff import diff_runs, to_markdown, to_text, write_csv
-    from suite.core.errors import QconformError
     if args.latency_threshold < 0:
         raise QconformError(f"must be >= 0 (got {args.latency_threshold})", field="--latency-threshold")
     d = diff_runs(args.baseline, args.run_dir, args.latency_threshold, args.allow_missing)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from suite.core.encodings import read_encodings
+
 
 def register(sub):
     p = sub.add_parser("encodings", help="show an SNPE/AIMET encodings file as case quantization parameters",
@@ -29,7 +31,6 @@ def _fmt(values, fmt: str, limit: int = 4) -> str:
 
 
 def run(args) -> int:
-    from suite.core.encodings import read_encodings
     tensors = read_encodings(args.file, axis=args.axis)
     if args.json:
         print(json.dumps([t.as_dict() for t in tensors], indent=2))

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from reference import SCHEMES, golden, has_golden
+from reference.schemes import get_scheme
+from suite.core.case import expand_case_paths, load_case
 from suite.core.errors import QconformError
+from suite.core.spec import check_case
 
 
 def register(sub):
@@ -22,9 +29,8 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def _golden_doc(case, scheme) -> dict:
-    from reference import golden
-    import numpy as np
+def golden_doc(case, scheme) -> dict:
+    """The ``qconform-golden/1`` document of a case's golden outputs (also ``qconform cases --golden``)."""
     outs = golden(case, scheme)
     doc = {"format": "qconform-golden/1", "case_id": case.id, "scheme": scheme or "tflite-ref-double",
            "outputs": []}
@@ -36,10 +42,6 @@ def _golden_doc(case, scheme) -> dict:
 
 
 def run(args) -> int:
-    from suite.core.case import expand_case_paths, load_case
-    from suite.core.spec import check_case
-    from reference import SCHEMES, has_golden
-    from reference.schemes import get_scheme
     if args.scheme is not None:
         try:
             get_scheme(args.scheme)
@@ -69,21 +71,21 @@ def run(args) -> int:
         out_dir = Path(args.output)
         out_dir.mkdir(parents=True, exist_ok=True)
         for p, c in cases:
-            _write(out_dir / f"{Path(p).stem}.golden.json", _golden_doc(c, args.scheme))
+            write_doc(out_dir / f"{Path(p).stem}.golden.json", golden_doc(c, args.scheme))
         print(f"wrote {len(cases)} golden file(s) to {out_dir}", file=sys.stderr)
         return 0
     p, c = cases[0]
-    doc = _golden_doc(c, args.scheme)
+    doc = golden_doc(c, args.scheme)
     if args.output:
-        _write(Path(args.output), doc)
+        write_doc(Path(args.output), doc)
     else:
         json.dump(doc, sys.stdout, separators=(",", ":"))
         sys.stdout.write("\n")
     return 0
 
 
-def _write(path: Path, doc: dict) -> None:
-    import os
+def write_doc(path: Path, doc: dict) -> None:
+    """Write ``doc`` as compact JSON to ``path``, atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(doc, separators=(",", ":")) + "\n")

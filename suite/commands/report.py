@@ -14,30 +14,33 @@ def register(sub):
                                    "a run from its results.jsonl alone (also for an interrupted run). run.json and "
                                    "certificate.json are used when present, never required.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="the run's report directory (holds results.jsonl)")
-    p.add_argument("-o", "--output", metavar="HTML", help="write the HTML here instead of RUN_DIR/index.html")
+    p.add_argument("-o", "--output", metavar="HTML", help="also write the HTML here (besides RUN_DIR/index.html)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from reports.html import build_html
-    from reports.results import RESULTS, read_rows
-    from reports.runinfo import write_parquet
-    from reports.summary import to_text, write_summaries
+    # imported here, as in the other commands: `qconform --help` and the other commands need none of it
+    from reports import write_reports
+    from reports.html import INDEX
+    from reports.results import RESULTS, write_atomic
+    from reports.summary import to_text
     d = Path(args.run_dir)
     if not (d / RESULTS).exists():
         raise QconformError(f"no {RESULTS} here", source=str(d), field="RUN_DIR",
                             rule="a run directory holds results.jsonl")
-    rows = read_rows(d)
-    if not rows:
+    report = write_reports(d)
+    if not report.counts:
         raise QconformError(f"{RESULTS} holds no complete result", source=str(d / RESULTS), field="RUN_DIR")
-    df = write_summaries(d, rows)
-    written = [d / "summary.csv", d / "summary.md", write_parquet(d, rows)]
-    out = Path(args.output) if args.output else d / "index.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(build_html(d, rows), encoding="utf-8")
-    tmp.replace(out)
-    written.append(out)
-    print(to_text(df))
-    print(f"{len(rows)} results; wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
-    return 0
+    if args.output and d / INDEX in report.written:
+        out = Path(args.output)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            report.written.append(write_atomic(out, (d / INDEX).read_bytes()))
+        except OSError as e:
+            report.errors.append(f"{out}: {type(e).__name__}: {e}")
+    print(to_text(report.summary))
+    for e in report.errors:
+        print(f"qconform: could not write {e}", file=sys.stderr)
+    print(f"{sum(report.counts.values())} results; wrote " + ", ".join(str(p) for p in report.written),
+          file=sys.stderr)
+    return 1 if report.errors else 0

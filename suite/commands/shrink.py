@@ -8,7 +8,11 @@ import shlex
 import sys
 from pathlib import Path
 
+from reference.schemes import kernel_schemes
+from suite.core.case import load_case
 from suite.core.errors import QconformError
+from suite.core.spec import check_case
+from suite.harness.shrink import make_judge, shrink, shrunk_document
 
 
 def register(sub):
@@ -31,9 +35,6 @@ def register(sub):
 
 
 def run(args) -> int:
-    from suite.core.case import load_case
-    from suite.harness.shrink import make_judge, shrink, shrunk_document
-    from suite.core.spec import check_case
     src = Path(args.case)
     case = load_case(src)
     problems = check_case(case)
@@ -52,7 +53,6 @@ def run(args) -> int:
     if args.max_runs < 1:
         raise QconformError(f"must be >= 1 (got {args.max_runs})", field="--max-runs")
     if args.scheme is not None:   # else every sub-case "does not fail": the golden raises on an unknown name
-        from reference.schemes import kernel_schemes
         if args.scheme not in kernel_schemes():
             raise QconformError(f"unknown or non-kernel scheme '{args.scheme}' (known: "
                                 f"{', '.join(kernel_schemes())})", field="--scheme")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from targets import get_target, known_names
+
 
 def register(sub):
     p = sub.add_parser("targets", help="list targets, available or not, and why")
@@ -12,7 +14,6 @@ def register(sub):
 
 
 def run(args) -> int:
-    from targets import get_target, known_names
     rows = []
     for name in known_names():
         try:

@@ -19,6 +19,7 @@ import numpy as np
 
 from suite.core.dtypes import DTYPES
 from suite.core.errors import QconformError
+from suite.core.spec import known_ops, tables
 
 FORMAT = "qconform-case/1"
 
@@ -227,12 +228,11 @@ def case_from_dict(obj: Any, source: str = "<case>") -> Case:
     op = obj.get("op")
     if not isinstance(op, str) or not op:
         v.fail("op", "must be a LiteRT builtin operator name such as \"CONV_2D\"", "op name")
-    from suite.core import spec as _spec  # local import: spec imports this module
     spec_name = obj.get("spec", "litert-int8")
-    if not isinstance(spec_name, str) or spec_name not in _spec.tables():
-        v.fail("spec", f"unknown spec table {json.dumps(spec_name)} (known: {', '.join(_spec.tables())})",
+    if not isinstance(spec_name, str) or spec_name not in tables():
+        v.fail("spec", f"unknown spec table {json.dumps(spec_name)} (known: {', '.join(tables())})",
                "spec table name")
-    known = _spec.known_ops()
+    known = known_ops()
     if op not in known:
         v.fail("op", f"unknown operator \"{op}\"", "op must be one of the spec tables' operators")
     attrs = obj.get("attrs", {})

@@ -35,7 +35,7 @@ class Comparison:
         return 100.0 * (self.elements - self.mismatches) / self.elements if self.elements else 100.0
 
 
-def _float_ordinal(a: np.ndarray) -> np.ndarray:
+def float_ordinal(a: np.ndarray) -> np.ndarray:
     """float32 bit patterns mapped to integers whose differences count ULPs."""
     i = np.asarray(a, dtype=np.float32).view(np.int32).astype(np.int64)
     return np.where(i < 0, -(2**31) - i, i)
@@ -64,7 +64,7 @@ def compare(want: list[np.ndarray], got: list[np.ndarray] | None, specs) -> Comp
             if np.any(np.isnan(g) & ~np.isnan(w)):   # a NaN is garbage, not a distance in ULP
                 c.garbage = f"output {k}: NaN where float32 values are due"
                 return c
-            gi, wi = _float_ordinal(g), _float_ordinal(w)
+            gi, wi = float_ordinal(g), float_ordinal(w)
         elif spec.dtype == "bool":
             if g.dtype.kind not in "bui":
                 c.garbage = f"output {k}: dtype {g.dtype}, expected bool"

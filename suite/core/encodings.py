@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from suite.core.case import Tensor
 from suite.core.dtypes import DTYPES, pack_int4, unpack_int4
 from suite.core.errors import QconformError
 
@@ -254,7 +255,6 @@ class TensorQuant:
 
     def tensor(self, shape, data=None, const: bool | None = None):
         """A :class:`suite.case.Tensor` with these parameters (per-channel along ``axis``)."""
-        from suite.core.case import Tensor
         if not self.quantized:
             return Tensor("float32", tuple(shape), data, const=const)
         axis = 0 if self.axis is None else self.axis

@@ -8,6 +8,8 @@ line instead of a traceback.
 
 from __future__ import annotations
 
+import signal
+
 
 class QconformError(Exception):
     """A user-facing error: names where (file, field) and which rule failed."""
@@ -36,3 +38,12 @@ class Unsupported(Exception):
     def __init__(self, reason: str):
         self.reason = reason
         super().__init__(reason)
+
+
+def signal_name(num: int) -> str:
+    """The name of signal ``num`` ("SIGSEGV"), or "signal N" for a number this platform does
+    not name (a dead process's report, from a worker's or a remote tool's exit status)."""
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"

@@ -7,10 +7,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore
+from suite.core.userfile import tomllib   # (tomli on Python 3.10)
 
 FILE = Path(__file__).parent / "findings.toml"
 

@@ -67,11 +67,15 @@ def conv_geometry(case):
 
 
 def out_size(n: int, k: int, s: int, d: int, padding: str) -> int:
-    """LiteRT ComputeOutSize (TensorFlow's GetWindowedOutputSize)."""
+    """LiteRT ComputeOutSize (TensorFlow's GetWindowedOutputSize), C integer division included:
+    a VALID kernel wider than the input gives 0 (LiteRT builds an empty output) or a negative
+    size (CONV_2D / DEPTHWISE_CONV_2D then fail in Prepare), never a usable one; callers
+    reject anything < 1."""
     eff = (k - 1) * d + 1
     if padding == "SAME":
         return (n + s - 1) // s
-    return (n + s - eff) // s
+    num = n + s - eff
+    return num // s if num >= 0 else -(-num // s)   # C's int division truncates toward zero
 
 
 def pad_before(n: int, k: int, s: int, d: int, out: int) -> int:

@@ -13,12 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore
-
 from suite.core.dtypes import DTYPES
+from suite.core.userfile import tomllib   # (tomli on Python 3.10)
 
 SPEC_DIR = Path(__file__).parent / "tables"
 

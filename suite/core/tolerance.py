@@ -16,6 +16,7 @@ from pathlib import Path
 
 
 from suite.core.errors import QconformError
+from suite.core.userfile import load_toml
 
 FORMAT = "qconform-tolerance/1"
 DEFAULT_FILE = Path(__file__).parent / "tolerances.toml"
@@ -94,7 +95,6 @@ class Policy:
 def load_policy(path: str | Path | None = None) -> Policy:
     path = Path(path) if path else DEFAULT_FILE
     src = str(path)
-    from suite.core.userfile import load_toml
     raw = load_toml(path, "tolerance file", "--tolerance", FORMAT)
     rules_raw = raw.get("rule", [])
     if not isinstance(rules_raw, list) or not rules_raw:

@@ -11,7 +11,7 @@ from typing import Any
 
 try:
     import tomllib
-except ModuleNotFoundError:  # Python 3.10
+except ModuleNotFoundError:  # Python 3.10 (spec.py and findings.py take tomllib from here)
     import tomli as tomllib  # type: ignore
 
 from suite.core.errors import QconformError

@@ -77,6 +77,7 @@ class Verdict:
     golden_error: bool = False
     message: str = ""
     row: dict[str, Any] = field(default_factory=dict)
+    comparison: Any = None   # the suite.core.compare.Comparison behind it (errors per output), if any
 
     @property
     def known(self) -> bool:

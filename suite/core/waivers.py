@@ -28,9 +28,11 @@ from pathlib import Path
 
 
 from suite.core.errors import QconformError
+from suite.core.userfile import load_toml
+from suite.core.verdict import Status
 
 FORMAT = "qconform-waivers/1"
-WAIVABLE = ("fail", "error", "crash", "timeout")
+WAIVABLE = (Status.FAIL.value, Status.ERROR.value, Status.CRASH.value, Status.TIMEOUT.value)
 
 
 @dataclass(frozen=True)
@@ -82,25 +84,26 @@ class Waivers:
         return valid, expired, other
 
     def apply(self, v, versions: dict[str, str]) -> None:
-        """Turn a waived failure of verdict ``v`` into ``waived``; flag expired and unneeded waivers."""
-        valid, expired, other = self.lookup(v.case.id, v.target, versions)
+        """Turn a waived failure of verdict ``v`` (suite.core.verdict.Verdict) into ``waived``;
+        flag expired, version-mismatched and unneeded waivers in its row."""
+        valid, expired, other = self.lookup(v.case_id, v.target, versions)
         row = v.row
-        if v.status in WAIVABLE:
+        if v.status.value in WAIVABLE:
             if valid is not None:
-                row["waived_status"] = v.status
-                v.status = row["status"] = "waived"
+                row["waived_status"] = v.status.value
+                v.status = Status.WAIVED
+                row["status"] = v.status.value
+                v.waiver = row["waiver"] = valid.id
                 v.reason = row["reason"] = f"waived by {valid.id} (until {valid.expires}): {valid.reason}; {v.reason}"
-                row["waiver"] = valid.id
             elif expired is not None:
                 row["waiver_expired"] = expired.id
-                v.reason = row["reason"] = (f"waiver {expired.id} EXPIRED on {expired.expires}; {v.reason}")
+                v.reason = row["reason"] = f"waiver {expired.id} EXPIRED on {expired.expires}; {v.reason}"
             elif other is not None:
                 row["waiver_version_mismatch"] = other.id
                 v.reason = row["reason"] = (f"waiver {other.id} is for {dict(other.versions)}, not this "
                                             f"runtime; {v.reason}")
-        elif v.status == "pass" and (valid or expired or other) is not None:
-            w = valid or expired or other
-            row["waiver_unneeded"] = w.id
+        elif v.status is Status.PASS and (valid or expired or other) is not None:
+            row["waiver_unneeded"] = (valid or expired or other).id
 
 
 def _date(v, src: str, where: str) -> _dt.date:
@@ -119,7 +122,6 @@ def _date(v, src: str, where: str) -> _dt.date:
 
 def load_waiver_file(path: str | Path) -> list[Waiver]:
     src = str(path)
-    from suite.core.userfile import load_toml
     raw = load_toml(path, "waiver file", "--waivers", FORMAT)
     allowed_top = {"format", "target", "waiver"}
     extra = set(raw) - allowed_top

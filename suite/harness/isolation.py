@@ -1,202 +1,162 @@
-"""Process isolation: a target's cases run in a worker process, so crashes and hangs become verdicts.
+"""Where a target's batches run: in this process, or in a worker process of its own.
 
-Targets that run native code (``isolate = True`` on the class: LiteRT, ONNX Runtime,
-onnxruntime-qnn, and every ``module:Class`` target unless it says otherwise) are
-driven through an :class:`Isolator`. It keeps one worker process per target
-(``python -m suite.worker``, see :mod:`suite.worker`), reused across batches, and
-turns every way a case can go wrong into the verdict of *that* case:
+Targets that run native code (``isolate = True``, the default: LiteRT, ONNX Runtime,
+onnxruntime-qnn, a team's own kernel) run in one worker process each
+(``python -m suite.harness.worker``), reused across batches, so every way a case can go
+wrong becomes the verdict of *that* case:
 
-* the worker dies (SIGSEGV, SIGABRT, ``exit()`` in a kernel, ...) -> ``crash`` for the
-  case in flight, with the signal (or exit status) and the tail of the worker's
-  stderr (faulthandler's Python stack included); a fresh worker takes the rest;
-* no outcome within the per-case timeout -> ``timeout``; the worker (its whole
-  process group) is killed and replaced;
-* a target that overrides ``run()`` (batching cases into one invoke) reports nothing
-  until its batch ends: a crash or hang of such a batch cannot be attributed, so the
-  batch is run again one case at a time (per-case timeouts, fresh workers);
-* a worker that cannot even create the target -> ``error`` for the batch, with why.
+* the worker dies (SIGSEGV, SIGABRT, ``exit()`` in a kernel) -> ``crash``, with the signal
+  and the tail of the worker's stderr (faulthandler's Python stack included);
+* no outcomes within ``timeout`` seconds per case -> ``timeout``; the worker (its whole
+  process group) is killed;
+* either inside a batch of several cases cannot be attributed, so that batch is run again
+  one case at a time, a fresh worker after each crash;
+* a worker that cannot create the target -> ``error`` for the batch, with why.
 
-What the target returns is checked by :func:`check_outcomes` (also for in-process
-targets): anything but one :class:`~targets.base.Outcome` per case becomes ``error``.
-Wrong shapes, dtypes and NaNs in the outputs are found by :mod:`suite.compare`.
+The worker is started when the run starts, so it imports its runtime while the cases are
+made and collected; its first message carries the target's versions. Batches are queued
+(:meth:`Isolated.submit`) and taken in order (:meth:`Isolated.next`); up to ``AHEAD`` of
+them are in the worker at once, so it runs the next ones while this process judges and
+reports the last (docs/performance.md: what this saves).
 """
 
 from __future__ import annotations
 
-import math
 import os
-import pickle
 import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections import Counter, deque
 from pathlib import Path
 from typing import Any, Sequence
 
-from targets.base import Outcome, Target
+from suite.core.errors import signal_name
+from targets.base import Outcome, Timing, check_outcomes, run_in_parts
+
+from . import worker as protocol
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_TIMEOUT = 60.0        # seconds per case
-START_TIMEOUT = 120.0         # seconds for a worker to start and build its target
+START_TIMEOUT = 120.0         # seconds for a worker to start and create its target
 CLOSE_TIMEOUT = 5.0
-OUTCOME_STATUSES = ("ok", "unsupported", "error", "crash", "timeout", "infra")
-_TIMEOUT, _DEAD = "timeout", "dead"
-
-
-# ----------------------------------------------------------------------------- what may be isolated
-
-def wants_isolation(target) -> bool:
-    """Whether ``target`` asks for a worker process (class attribute ``isolate``, default True)."""
-    return bool(getattr(target, "isolate", True))
+AHEAD = 4                     # batches handed to a worker before their outcomes are read
 
 
 def spec_of(target) -> dict[str, Any] | None:
     """How a worker re-creates ``target``: its importable class and options; None if it cannot."""
     cls = type(target)
-    mod, qual = cls.__module__, cls.__qualname__
-    if mod in ("__main__", "__mp_main__") or "<locals>" in qual:
+    if cls.__module__ in ("__main__", "__mp_main__") or "<locals>" in cls.__qualname__:
         return None
     options = dict(getattr(target, "options", {}) or {})
     try:
-        pickle.dumps(options)
+        protocol.pickle.dumps(options)
     except Exception:
         return None
-    return {"module": mod, "qualname": qual, "name": getattr(target, "name", None), "options": options}
+    return {"module": cls.__module__, "qualname": cls.__qualname__, "name": getattr(target, "name", None),
+            "options": options}
 
 
-def isolator_for(target, isolation: str = "process", timeout: float = DEFAULT_TIMEOUT) -> "Isolator | None":
-    """The worker-process runner of ``target`` under ``--isolation`` mode ``isolation``, or None
-    when it runs in this process (``none``, ``isolate = False``, or it cannot be re-created)."""
-    use = isolation == "process" and wants_isolation(target) and spec_of(target) is not None
-    return Isolator(target, timeout=timeout) if use else None
+def executor_for(target, isolation: str = "process", timeout: float = 60.0) -> "InProcess | Isolated":
+    """How ``target``'s batches run under ``--isolation``: a worker process for a native target
+    that can be re-created there, else this process."""
+    if isolation == "process" and getattr(target, "isolate", True) and spec_of(target) is not None:
+        return Isolated(target, timeout)
+    return InProcess(target)
 
 
-def batches_per_case(target) -> bool:
-    """True when the target runs a batch case by case (it does not override ``Target.run``)."""
-    run = getattr(type(target), "run", None)
-    return run is None or run is Target.run
+class InProcess:
+    """A pure-Python target (``ref``, ``isolate = False``) or ``--isolation none``."""
 
+    def __init__(self, target):
+        self.target = target
+        self._todo: deque = deque()
+        self.stats: Counter = Counter()
 
-# ----------------------------------------------------------------------------- checking outcomes
-
-def check_outcome(o: Any) -> Outcome:
-    """``o`` if it is a well-formed Outcome, else an ``error`` outcome saying what was wrong."""
-    if not isinstance(o, Outcome):
-        return Outcome.error(f"target returned {type(o).__name__} instead of an Outcome")
-    if o.status not in OUTCOME_STATUSES:
-        return Outcome.error(f"target returned an Outcome with unknown status {o.status!r}")
-    if not isinstance(o.info, dict):
-        o.info = {}
-    if o.status == "ok":
-        import numpy as np
-        if not isinstance(o.outputs, (list, tuple)):
-            return Outcome.error(f"target returned outputs of type {type(o.outputs).__name__}, "
-                                 f"not a list of arrays")
+    def versions(self) -> dict[str, str]:
         try:
-            o.outputs = [np.asarray(x) for x in o.outputs]
+            return {str(k): str(v) for k, v in dict(self.target.versions()).items()}
         except Exception as e:
-            return Outcome.error(f"target returned outputs that are not arrays: {type(e).__name__}: {e}")
-        try:   # a NaN or infinite sample is no time (and would break the summaries' medians)
-            o.latency_us = [x for x in (float(v) for v in (o.latency_us or [])) if math.isfinite(x)]
-        except (TypeError, ValueError, OverflowError):
-            o.latency_us = []
-    return o
+            return {"error": f"{type(e).__name__}: {e}"}
 
+    def submit(self, cases: Sequence, alone: int, timing: Timing) -> None:
+        self._todo.append((list(cases), alone, timing))
 
-def check_outcomes(outs: Any, n: int) -> list[Outcome]:
-    """Exactly ``n`` checked outcomes (a wrong count is an error for every case)."""
-    if not isinstance(outs, (list, tuple)) or len(outs) != n:
-        got = f"{len(outs)} outcomes" if isinstance(outs, (list, tuple)) else type(outs).__name__
-        return [Outcome.error(f"target returned {got} for {n} cases") for _ in range(n)]
-    return [check_outcome(o) for o in outs]
+    def next(self) -> tuple[list, list[Outcome]]:
+        """The next queued batch, run now: (cases, one outcome per case)."""
+        cases, alone, timing = self._todo.popleft()
+        t0 = time.perf_counter()
+        outs = check_outcomes(run_in_parts(self.target, cases, timing, alone), len(cases))
+        self.stats["busy_s"] += time.perf_counter() - t0
+        return cases, outs
 
+    def run(self, cases: Sequence, timing: Timing, alone: int = 0) -> list[Outcome]:
+        self.submit(cases, alone, timing)
+        return self.next()[1]
 
-# ----------------------------------------------------------------------------- one worker process
-
-def signal_name(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
+    def close(self) -> None:
+        try:
+            self.target.close()
+        except Exception:
+            pass
 
 
 class Worker:
-    """One ``python -m suite.worker`` process hosting one target instance; started at once, its
-    first message (ready, or why not) read by :meth:`wait_ready` when it is needed."""
+    """One worker process hosting one target instance; its first message is read by :meth:`ready`."""
 
-    def __init__(self, spec: dict[str, Any], start_timeout: float = START_TIMEOUT):
-        self.log_fd = _anonymous_log()
+    def __init__(self, spec: dict[str, Any]):
+        fd, path = tempfile.mkstemp(prefix="qconform-worker-", suffix=".log")
+        os.unlink(path)   # an anonymous file: the worker's stderr, read back on a crash
+        self.log_fd = fd
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         env.setdefault("PYTHONFAULTHANDLER", "1")
-        # NumPy's BLAS threads in a worker only spin-wait beside the runtime under test (about
-        # 0.1 s of CPU per worker and run, taken from the other processes on a small machine)
-        env.setdefault("OPENBLAS_NUM_THREADS", "1")
+        env.setdefault("OPENBLAS_NUM_THREADS", "1")   # NumPy's BLAS threads would only spin beside the runtime
         self.proc = subprocess.Popen([sys.executable, "-m", "suite.harness.worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log_fd, start_new_session=True,
-                                     env=env, close_fds=True)
-        _grow_pipe(self.proc.stdout.fileno())
-        _grow_pipe(self.proc.stdin.fileno())
+                                     stdout=subprocess.PIPE, stderr=fd, start_new_session=True, env=env)
         self._buf = bytearray()
-        self._closing = False   # asked to close (request_close)
-        self.start_timeout = start_timeout
         self.send(("init", spec, list(sys.path), os.getpid()))
-        self.ready = None
+        self._ready = None
 
-    def wait_ready(self):
-        """The worker's first message ("ready" or why not), waiting for it if not yet read."""
-        if self.ready is None:   # the start-up limit counts from now: a worker started early may
-            self.ready = self.recv(self.start_timeout)   # have waited long for its first batch
-        return self.ready
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
+    def ready(self):
+        """("ready", versions) | ("init_error", why) | "timeout" | "dead" (waited for once)."""
+        if self._ready is None:
+            self._ready = self.recv(time.monotonic() + START_TIMEOUT)
+            if isinstance(self._ready, tuple) and self._ready[0] == "bad":
+                self._ready = "dead"
+        return self._ready
 
     def send(self, msg) -> bool:
-        """Send one frame; False if the worker is gone."""
-        from suite.harness.worker import send
         try:
-            send(self.proc.stdin.fileno(), msg)
+            protocol.send(self.proc.stdin.fileno(), msg)
             return True
-        except (BrokenPipeError, OSError, ValueError):
+        except (OSError, ValueError):
             return False
 
-    def recv(self, timeout: float):
-        """("msg", obj) | ("bad", text) | _TIMEOUT | _DEAD."""
-        from suite.harness.worker import _HEAD
+    def recv(self, deadline: float):
+        """The next message (a tuple), ("bad", why) for an unreadable one, "timeout" (nothing
+        by ``deadline``, a time.monotonic() value) or "dead"."""
         fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout
+        head = protocol._HEAD.size
         while True:
-            if len(self._buf) >= _HEAD.size:
-                (n,) = _HEAD.unpack_from(self._buf)
-                if len(self._buf) >= _HEAD.size + n:
-                    body = bytes(self._buf[_HEAD.size:_HEAD.size + n])
-                    del self._buf[:_HEAD.size + n]
+            if len(self._buf) >= head:
+                (n,) = protocol._HEAD.unpack_from(self._buf)
+                if len(self._buf) >= head + n:
+                    body = bytes(self._buf[head:head + n])
+                    del self._buf[:head + n]
                     try:
-                        return ("msg", pickle.loads(body))
+                        msg = protocol.pickle.loads(body)
                     except Exception as e:
                         return ("bad", f"{type(e).__name__}: {e}")
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return _TIMEOUT
-            try:
-                r, _, _ = select.select([fd], [], [], left)
-            except InterruptedError:
-                continue
-            if not r:
-                continue
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                return _DEAD
-            self._buf += chunk
-
-    def clear_log(self) -> None:
-        try:
-            os.ftruncate(self.log_fd, 0)
-        except OSError:
-            pass
+                    return msg if isinstance(msg, tuple) and msg else ("bad", type(msg).__name__)
+            if select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    return "dead"
+                self._buf += chunk
+            elif time.monotonic() >= deadline:
+                return "timeout"
 
     def log_tail(self, limit: int = 1500) -> str:
         """The last lines the worker wrote to stderr (faulthandler's stack on a crash)."""
@@ -205,158 +165,85 @@ class Worker:
             raw = os.pread(self.log_fd, limit, max(0, size - limit))
         except OSError:
             return ""
-        lines = [ln.rstrip() for ln in raw.decode("utf-8", "replace").splitlines()]
         noise = ("Extension modules:", "Current thread", "Stack (most recent", "Thread 0x")
-        lines = [ln for ln in lines if ln.strip() and not ln.startswith(noise)
-                 and "suite/harness/worker.py" not in ln and "<frozen runpy>" not in ln]
-        return " | ".join(ln.strip() for ln in lines[-10:])[-1200:]
+        lines = [ln.strip() for ln in raw.decode("utf-8", "replace").splitlines()
+                 if ln.strip() and not ln.startswith(noise) and "suite/harness/worker.py" not in ln
+                 and "<frozen runpy>" not in ln]
+        return " | ".join(lines[-10:])[-1200:]
 
-    def exit_status(self, wait: float = 5.0) -> tuple[str, dict[str, Any]]:
+    def exit_status(self) -> tuple[str, dict[str, Any]]:
         """How the (dead) worker ended: text and row info (signal or exit status)."""
         try:
-            rc = self.proc.wait(timeout=wait)
+            rc = self.proc.wait(timeout=CLOSE_TIMEOUT)
         except subprocess.TimeoutExpired:
             self.kill()
             rc = self.proc.wait()
         if rc < 0:
-            name = signal_name(-rc)
-            return f"worker process killed by {name} (signal {-rc})", {"signal": name}
+            return f"worker process killed by {signal_name(-rc)} (signal {-rc})", {"signal": signal_name(-rc)}
         return f"worker process exited with status {rc}", {"exit_status": rc}
 
     def kill(self) -> None:
-        """Kill the worker and anything it started (its own session / process group)."""
+        """Kill the worker and anything it started (its own process group)."""
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, OSError):
-            pass
-        try:
-            self.proc.kill()
         except OSError:
             pass
 
-    def request_close(self) -> None:
-        """Ask the worker to close its target and exit, without waiting (:meth:`close` waits)."""
-        if not self._closing and self.proc.poll() is None:
-            self._closing = self.send(("close",))
-
     def close(self, graceful: bool = True) -> None:
-        if graceful and self.proc.poll() is None and (self._closing or self.send(("close",))):
+        if graceful and self.proc.poll() is None and self.send(("close",)):
             try:
                 self.proc.wait(timeout=CLOSE_TIMEOUT)
             except subprocess.TimeoutExpired:
                 pass
         self.kill()
-        try:
-            self.proc.wait(timeout=CLOSE_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            pass
+        self.proc.wait()
         for f in (self.proc.stdin, self.proc.stdout):
             try:
                 f.close()
             except OSError:
                 pass
-        try:
-            os.close(self.log_fd)
-        except OSError:
-            pass
+        os.close(self.log_fd)
 
 
-def _grow_pipe(fd: int, size: int = 1 << 20) -> None:
-    """Make a pipe hold up to ``size`` bytes (Linux; default 64 KiB), so a worker that replies
-    while this process is busy goes on with its next part instead of waiting to be read."""
-    try:
-        import fcntl
-        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
-    except (OSError, ImportError, ValueError):
-        pass
+class Isolated:
+    """A target whose batches run in its worker process: one outcome per case, always."""
 
-
-def _seconds(x) -> float:
-    """A worker's busy time, as a number of seconds (anything else counts as none)."""
-    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) and x >= 0 else 0.0
-
-
-def _anonymous_log() -> int:
-    """A deleted temporary file opened O_APPEND (the worker's stderr; truncated per batch)."""
-    import tempfile
-    fd, path = tempfile.mkstemp(prefix="qconform-worker-", suffix=".log")
-    os.close(fd)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND)
-    os.unlink(path)
-    return fd
-
-
-# ----------------------------------------------------------------------------- the isolator
-
-class Isolator:
-    """Runs one target's batches in a worker process; one outcome per case, always."""
-
-    def __init__(self, target, timeout: float = DEFAULT_TIMEOUT, start_timeout: float = START_TIMEOUT):
-        spec = spec_of(target)
-        if spec is None:
-            raise ValueError(f"target {getattr(target, 'name', target)!r} cannot be re-created in a worker")
-        self.spec = spec
+    def __init__(self, target, timeout: float):
+        self.spec = spec_of(target)
         self.timeout = float(timeout)
-        self.start_timeout = max(float(start_timeout), self.timeout)
-        self.per_case = batches_per_case(target)
-        self.worker: Worker | None = None
-        self._early: Worker | None = None   # started by prestart(), not yet waited for
-        self._starting: Worker | None = None   # being waited for (cancel() kills it too)
-        # busy_s: the workers' own time on cases (as they report it; a crash or hang: the wait)
-        self.stats = {"workers_started": 0, "worker_start_s": 0.0, "crashes": 0, "timeouts": 0, "busy_s": 0.0}
-        self.cancelled = False
-        self._ending: list[Worker] = []   # asked to end, not yet waited for (close(wait=False))
-        self._gate: tuple | None = None   # (worker, parts) submitted and waiting for "go"
+        self.worker: Worker | None = Worker(self.spec)   # starts now: imports its runtime meanwhile
+        self._versions: dict[str, str] | None = None
+        self._todo: deque = deque()   # batches (cases, alone, timing) not yet in the worker
+        self._sent: deque = deque()   # batches in the worker, in order
+        self.stats: Counter = Counter()
 
-    def cancel(self) -> None:
-        """Stop at once (from another thread, e.g. an interrupted pipelined run): the worker is
-        killed, so the batch in flight ends, and no new worker starts."""
-        self.cancelled = True
-        for w in (self.worker, self._early, self._starting):
-            if w is not None:
-                w.kill()
+    def versions(self) -> dict[str, str]:
+        """The target's versions, as its worker reported them when it started."""
+        if self._versions is None:
+            w = self._live()
+            self._versions = dict(w.ready()[1]) if isinstance(w, Worker) else {"error": w.reason}
+        return self._versions
 
-    def prestart(self) -> None:
-        """Start the worker now, without waiting: it imports its runtime and creates the target
-        while this process generates and collects the cases. The first batch waits for it."""
-        if self.worker is None and self._early is None and not self.cancelled:
-            self._early = Worker(self.spec, self.start_timeout)
-
-    # ---- worker lifecycle
-    def _worker(self) -> Worker | Outcome:
-        """The live worker, starting one if needed; an Outcome if it could not start."""
-        if self.cancelled:
-            return Outcome.error("the run was stopped before this case ran", status="infra")
-        if self.worker is not None and self.worker.proc.poll() is None:
-            return self.worker
-        self._discard()
-        # the start-up counted is the wait for it (a prestarted worker's head start overlapped
-        # the harness's own work: counting it too would overlap the target times)
-        t0 = time.perf_counter()
-        w, self._early = (self._early or Worker(self.spec, self.start_timeout)), None
-        self._starting = w
-        try:
-            ev = w.wait_ready()
-        finally:
-            self._starting = None
-        self.stats["workers_started"] += 1
-        self.stats["worker_start_s"] += time.perf_counter() - t0
-        if self.cancelled:
-            w.close(graceful=False)
-            return Outcome.error("the run was stopped before this case ran", status="infra")
-        if isinstance(ev, tuple) and ev[0] == "msg" and ev[1][0] == "ready":
-            self.worker = w
+    def _live(self) -> "Worker | Outcome":
+        """The ready worker (a new one if the last died), or the Outcome of why none could start."""
+        if self.worker is None or self.worker.proc.poll() is not None:
+            self._discard()
+            self.worker = Worker(self.spec)
+            self.stats["workers_started"] += 1
+        w = self.worker
+        ev = w.ready()
+        if isinstance(ev, tuple) and ev[0] == "ready":
+            if self._versions is None:
+                self._versions = dict(ev[1])
             return w
-        if ev == _TIMEOUT:
-            w.close(graceful=False)
-            return Outcome.error(f"isolation worker did not start the target within {self.start_timeout:g} s",
+        self._discard()
+        if ev == "timeout":
+            return Outcome.error(f"the worker did not create the target within {START_TIMEOUT:g} s",
                                  status="timeout")
-        if isinstance(ev, tuple) and ev[0] == "msg" and ev[1][0] == "init_error":
-            w.close()
-            return Outcome.error(f"isolation worker could not create the target: {ev[1][1]}")
+        if isinstance(ev, tuple) and ev[0] == "init_error":
+            return Outcome.error(f"the worker could not create the target: {ev[1]}")
         how, info = w.exit_status()
         tail = w.log_tail()
-        w.close(graceful=False)
         o = Outcome.error(f"{how} while creating the target" + (f"; stderr: {tail}" if tail else ""),
                           status="crash")
         o.info.update(info)
@@ -367,200 +254,86 @@ class Isolator:
             self.worker.close(graceful=False)
             self.worker = None
 
-    def close(self, wait: bool = True) -> None:
-        """End the worker: it closes its target and exits. With ``wait=False`` it is only asked
-        to, and :meth:`reap` waits for it (so several workers end at once, and the report is
-        written meanwhile)."""
-        if self.worker is not None:
-            if not wait:
-                self.worker.request_close()
-                self._ending.append(self.worker)
-            else:
-                self.worker.close(graceful=True)
-            self.worker = None
-        if self._early is not None:
-            self._early.close(graceful=False)
-            self._early = None
-        if wait:
-            self.reap()
+    def submit(self, cases: Sequence, alone: int, timing: Timing) -> None:
+        """Queue a batch (its first ``alone`` cases each run on their own)."""
+        self._todo.append((list(cases), alone, timing))
+        self._feed()
 
-    def reap(self) -> None:
-        """Wait for the workers asked to end by ``close(wait=False)`` (killed after CLOSE_TIMEOUT)."""
-        while self._ending:
-            self._ending.pop().close(graceful=True)
+    def _feed(self) -> Outcome | None:
+        """Hand queued batches to the worker, up to AHEAD in it; the Outcome of why no worker
+        could start, if none could."""
+        while self._todo and len(self._sent) < AHEAD:
+            if self._sent and self.worker.proc.poll() is not None:
+                return None   # it died running what it was sent: next() reads what it finished
+            w = self._live()
+            if isinstance(w, Outcome):
+                return w
+            if not self._sent:   # idle: its log (read back on a crash) starts afresh
+                os.ftruncate(w.log_fd, 0)
+            batch = self._todo.popleft()
+            self._sent.append(batch)
+            w.send(("run", *batch))   # a dead worker is found by next()
+        return None
 
-    # ---- failures of the case in flight
-    def _crash(self, w: Worker, what: str) -> Outcome:
+    def next(self) -> tuple[list, list[Outcome]]:
+        """The next batch's (cases, one outcome per case), in the order they were queued."""
+        failed = self._feed()
+        if failed is not None:   # no worker: the next batch gets why
+            cases = self._todo.popleft()[0]
+            return cases, [Outcome(failed.status, reason=failed.reason, info=dict(failed.info)) for _ in cases]
+        cases, alone, timing = self._sent[0]
+        w = self.worker
+        deadline = time.monotonic() + START_TIMEOUT   # until it says it started this batch
+        while True:
+            ev = w.recv(deadline)
+            if isinstance(ev, tuple) and ev[0] == "start":
+                deadline = float(ev[1]) + self.timeout * len(cases)
+                continue
+            break
+        if isinstance(ev, tuple) and ev[0] == "outcomes" and len(ev) == 3:
+            self._sent.popleft()
+            busy = ev[2]
+            self.stats["busy_s"] += float(busy) if isinstance(busy, (int, float)) else 0.0
+            self._feed()
+            return cases, check_outcomes(ev[1], len(cases))
+        # the batch in flight failed: the worker goes, the batches sent after it are queued again
+        self._sent.popleft()
+        self._todo.extendleft(reversed(self._sent))
+        self._sent.clear()
+        if isinstance(ev, tuple):   # a message that is not the outcomes: the protocol is broken
+            self._discard()
+            return cases, [Outcome.error(f"unreadable reply from the isolation worker: {ev[:2]!r}"[:500])
+                           for _ in cases]
+        if len(cases) > 1:   # a crash or hang inside a batch: whose? one case at a time
+            self._discard()
+            self.stats["batches_split"] += 1
+            self._todo.extendleft(reversed([([c], 1, timing) for c in cases]))
+            return self.next()
+        if ev == "timeout":
+            self.stats["timeouts"] += 1
+            self._discard()
+            o = Outcome.error(f"no result within {self.timeout:g} s; the worker was killed and replaced "
+                              f"(--timeout)", status="timeout")
+            o.info["timeout_s"] = self.timeout
+            return cases, [o]
+        self.stats["crashes"] += 1
         how, info = w.exit_status()
         tail = w.log_tail()
-        self.stats["crashes"] += 1
         self._discard()
-        o = Outcome.error(f"{how} while running {what}; the worker was restarted"
+        o = Outcome.error(f"{how} while running this case; the worker was restarted"
                           + (f"; stderr: {tail}" if tail else ""), status="crash")
         o.info.update(info)
-        return o
+        return cases, [o]
 
-    def _timeout(self, seconds: float, what: str) -> Outcome:
-        self.stats["timeouts"] += 1
-        self._discard()
-        o = Outcome.error(f"no result within {seconds:g} s while running {what}; the worker was killed "
-                          f"and replaced (--timeout)", status="timeout")
-        o.info["timeout_s"] = seconds
-        return o
+    def run(self, cases: Sequence, timing: Timing, alone: int = 0) -> list[Outcome]:
+        """One batch now (nothing else queued): its outcomes."""
+        self.submit(cases, alone, timing)
+        return self.next()[1]
 
-    # ---- running
-    def run(self, cases: Sequence, timing, on_outcome=None, alone: int = 0) -> list[Outcome]:
-        """One outcome per case, in order; ``on_outcome(i, outcome)`` as soon as each is final.
-        The first ``alone`` cases are each run by the target on their own, in the same message."""
-        cases = list(cases)
-        if not cases:
-            return []
-        if not self.per_case:   # a whole batch: one part (a crash or hang in it: one case at a time)
-            cb = None if on_outcome is None else (lambda k, i, o: on_outcome(i, o))
-            return self.run_parts([(cases, alone)], timing, on_outcome=cb)[0]
-        outs: list[Outcome | None] = [None] * len(cases)
-
-        def put(i: int, o: Outcome) -> None:
-            outs[i] = o
-            if on_outcome is not None:
-                on_outcome(i, o)
-
-        self._stream(cases, timing, put)
-        for i, o in enumerate(outs):
-            if o is None:   # never expected: still one outcome per case, passed on like the others
-                put(i, Outcome.error("no outcome (internal)"))
-        return outs
-
-    def _stream(self, cases: list, timing, put) -> None:
-        n = len(cases)
-        i = 0
-        while i < n:
-            w = self._worker()
-            if isinstance(w, Outcome):   # no worker: the rest of the batch gets why
-                for k in range(i, n):
-                    put(k, Outcome(w.status, reason=w.reason, info=dict(w.info)))
-                return
-            w.clear_log()
-            base = i
-            if not w.send(("batch", cases[base:], timing)):
-                put(i, self._crash(w, "this case (the worker was gone before it started)"))
-                i += 1
-                continue
-            t_last = time.perf_counter()
-            while i < n:
-                ev = w.recv(self.timeout)
-                if ev in (_TIMEOUT, _DEAD):
-                    self.stats["busy_s"] += time.perf_counter() - t_last
-                if ev == _TIMEOUT:
-                    put(i, self._timeout(self.timeout, "this case"))
-                    i += 1
-                    break
-                if ev == _DEAD:
-                    put(i, self._crash(w, "this case"))
-                    i += 1
-                    break
-                t_last = time.perf_counter()
-                kind, payload = ev
-                if kind == "bad" or not (isinstance(payload, tuple) and len(payload) == 4
-                                         and payload[0] == "outcome" and payload[1] == i - base):
-                    self._discard()
-                    put(i, Outcome.error(f"unreadable outcome from the isolation worker: "
-                                         f"{payload if kind == 'bad' else type(payload).__name__}"))
-                    i += 1
-                    break
-                self.stats["busy_s"] += _seconds(payload[3])
-                put(i, check_outcome(payload[2]))
-                i += 1
-
-    def run_parts(self, parts: Sequence, timing, on_outcome=None, while_running=None) -> list[list[Outcome]]:
-        """Several batches ``[(cases, alone), ...]`` of this target in one message (the first
-        ``alone`` cases of a part each run on their own): the worker runs them back to back and
-        replies per part, so it never waits for this process between them. ``on_outcome(k, i,
-        outcome)`` once per case, as soon as the outcomes of part ``k`` exist. A crash or hang of
-        a part with several cases cannot be attributed, so that part is run again one case at a
-        time; the parts after it go to a fresh worker. A streaming (per-case) target gets one
-        "batch" message per part instead. ``while_running()`` is called once, as soon as the
-        worker has its message (the runner then sends the next targets their cases)."""
-        gate, self._gate = self._gate, None
-        given, parts = parts, [(list(cs), int(alone)) for cs, alone in parts]
-        outs: list[list[Outcome]] = [[] for _ in parts]
-
-        def started() -> None:
-            nonlocal while_running
-            if while_running is not None:
-                fn, while_running = while_running, None
-                fn()
-
-        def put(k: int, got: list[Outcome]) -> None:
-            outs[k] = got
-            if on_outcome is not None:
-                for i, o in enumerate(got):
-                    on_outcome(k, i, o)
-
-        if self.per_case:   # a streaming target: one message per part already, each outcome
-            started()
-            for k, (cs, alone) in enumerate(parts):   # passed on as soon as it exists
-                cb = None if on_outcome is None else (lambda i, o, k=k: on_outcome(k, i, o))
-                outs[k] = self.run(cs, timing, on_outcome=cb, alone=alone)
-            return outs
-        k = 0
-        while k < len(parts):
-            w = self._worker()
-            if isinstance(w, Outcome):   # no worker: the remaining parts get why
-                started()
-                for j in range(k, len(parts)):
-                    put(j, [Outcome(w.status, reason=w.reason, info=dict(w.info)) for _ in parts[j][0]])
-                return outs
-            w.clear_log()
-            todo = [j for j in range(k, len(parts)) if parts[j][0]]   # an empty part has no reply
-            if not todo:
-                break
-            if gate is not None and gate[0] is w and gate[1] is given and k == 0:
-                sent = w.send(("go",))   # submitted earlier: the worker has the cases already
-            else:   # (a gated message the worker holds is dropped by this one)
-                sent = w.send(("parts", [parts[j] for j in todo], timing))
-            gate = None
-            started()
-            t_last = time.perf_counter()
-            for j in todo:
-                cs, alone = parts[j]
-                n = len(cs)
-                ev = w.recv(self.timeout * max(1, n)) if sent else _DEAD
-                k = j + 1
-                if ev in (_TIMEOUT, _DEAD):
-                    self.stats["busy_s"] += time.perf_counter() - t_last
-                    what = "this case" if n == 1 else f"a batch of {n} cases"
-                    o = (self._timeout(self.timeout * n, what) if ev == _TIMEOUT else self._crash(w, what))
-                    if n == 1:
-                        put(j, [o])
-                    else:   # not attributable: one case at a time, as parts of one message
-                        singles = self.run_parts([([c], 0) for c in cs], timing)   # (a fresh worker
-                        put(j, [p[0] for p in singles])                           # after each crash)
-                    break
-                kind, payload = ev
-                if kind == "bad" or not (isinstance(payload, tuple) and len(payload) == 3
-                                         and payload[0] == "outcomes"):
-                    self._discard()
-                    text = payload if kind == "bad" else type(payload).__name__
-                    put(j, [Outcome.error(f"unreadable outcomes from the isolation worker: {text}")
-                            for _ in range(n)])
-                    break
-                t_last = time.perf_counter()
-                self.stats["busy_s"] += _seconds(payload[2])
-                put(j, check_outcomes(payload[1], n))
-        started()
-        return outs
-
-    def submit(self, parts: Sequence, timing) -> bool:
-        """Send ``parts`` to the idle, ready worker ahead of time: it unpickles them and waits;
-        :meth:`run_parts` with the same ``parts`` object then only says "go". False (nothing
-        sent) without such a worker: one still starting, or a streaming (per-case) target.
-        Only for an idle worker: one busy with a batch does not read, and both sides would wait."""
-        w = self.worker
-        if (self.per_case or self.cancelled or w is None or w.proc.poll() is not None
-                or not any(cs for cs, _ in parts)):
-            return False
-        if w.send(("parts", [(list(cs), int(alone)) for cs, alone in parts if cs], timing, True)):
-            self._gate = (w, parts)
-            return True
-        return False
+    def close(self) -> None:
+        """End the worker: gracefully when idle, killed when batches are still in it."""
+        if self.worker is not None:
+            self.worker.close(graceful=not self._sent)
+            self.worker = None
+        self._sent.clear()
+        self._todo.clear()

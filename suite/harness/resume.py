@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ class Resume:
     started: str | None
     options: dict[str, Any]
     offset: int = 0                  # bytes of results.jsonl recorded before this session
-    done: dict[tuple[str, str], int] = field(default_factory=dict)   # (case_id, target) -> rows
+    skipped: int = 0                 # tests deselected as recorded
 
 
 def open_run(run_dir: str, report_dir: str | None = None) -> Resume:

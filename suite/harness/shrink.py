@@ -30,8 +30,18 @@ from typing import Callable
 
 import numpy as np
 
+from reference.schemes import DEFAULT_SCHEME
 from suite.core.case import Case, Tensor
 from suite.core.errors import QconformError
+from suite.core.spec import check_case
+from suite.core.tolerance import load_policy
+from suite.core.verdict import Status
+from suite.core.waivers import Waivers
+from targets import get_target
+from targets.base import Timing
+
+from .isolation import executor_for
+from .judge import Goldens, Judge
 
 BINARY = {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "LESS", "LESS_EQUAL",
           "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL", "POW", "FLOOR_DIV", "FLOOR_MOD"}
@@ -272,56 +282,41 @@ class ShrinkResult:
 def make_judge(target: str, tolerance_file: str | None = None, scheme: str | None = None,
                any_mismatch: bool = False, target_obj=None, isolation: str = "process",
                timeout: float = 60.0) -> Callable[[Case], Judgement]:
-    """judge(case) -> Judgement: run the case on the target and give the suite's verdict.
+    """judge(case) -> Judgement: run the case on the target and give the suite's verdict, by the
+    run's own judge (suite/harness/judge.py: the same golden, tolerance and scheme).
 
-    As in a run, a native target runs in a worker process (``isolation="process"``,
-    suite/isolation.py): a case that crashes or hangs it is a ``crash`` / ``timeout``
-    judgement, not the end of the shrink. ``judge.close()`` ends the worker and the target.
-    """
-    from reference import golden
-    from targets import get_target
-    from targets.base import Timing
-
-    from suite.core.compare import compare
-    from suite.harness.isolation import check_outcome, isolator_for
-    from suite.core.tolerance import load_policy
+    As in a run, a native target runs in a worker process (``isolation="process"``): a case
+    that crashes or hangs it is a ``crash`` / ``timeout`` judgement, not the end of the shrink.
+    ``judge.close()`` ends the worker and the target."""
     t = target_obj if target_obj is not None else get_target(target)
     ok, why = t.availability()
     if not ok:
         raise QconformError(f"target '{target}' is not available on this machine: {why}", field="--target")
-    policy = load_policy(tolerance_file)
-    versions = t.versions()
+    ex = executor_for(t, isolation, timeout)
+    goldens = Goldens()
+    runner = Judge(scheme=scheme or DEFAULT_SCHEME, policy=load_policy(tolerance_file), waivers=Waivers(),
+                   goldens=goldens, run_id="shrink", seed=0)
     timing = Timing(warmup=0, repeats=1)
-    iso = isolator_for(t, isolation, timeout)
 
     def judge(case: Case) -> Judgement:
         try:
-            want = golden(case, scheme)
+            want = goldens.get(case, runner.scheme)
         except Exception as e:
             return Judgement(False, "invalid", reason=f"golden: {type(e).__name__}: {e}")
-        o = iso.run([case], timing)[0] if iso is not None else check_outcome(t.safe_run_one(case, timing))
-        if o.status == "unsupported":
-            return Judgement(False, "unsupported", want, reason=o.reason)
-        if o.status != "ok":
-            return Judgement(True, o.status, want, reason=o.reason)
-        cmp = compare(want, o.outputs, case.outputs)
-        if cmp.garbage:
-            return Judgement(True, "error", want, o.outputs, reason=cmp.garbage)
-        tol = policy.lookup(case.op, target, case.outputs[0].dtype, versions)
-        bad = cmp.mismatches > 0 if any_mismatch else not tol.passes(cmp.max_abs_lsb, 100.0 - cmp.exact_pct)
-        return Judgement(bad, "fail" if bad else "pass", want, o.outputs, cmp.errors,
+        o = ex.run([case], timing)[0]
+        v, _ = runner(case, target, o, ex.versions())
+        cmp = v.comparison
+        if v.status is Status.UNSUPPORTED:
+            return Judgement(False, v.status.value, want, reason=v.reason)
+        if cmp is None or cmp.garbage:
+            return Judgement(v.status.is_bad, v.status.value, want, reason=v.reason)
+        bad = cmp.mismatches > 0 if any_mismatch else v.status is Status.FAIL
+        return Judgement(bad, v.status.value, want, o.outputs, cmp.errors,
                          f"max |err| {cmp.max_abs_lsb:g} LSB, {cmp.mismatches}/{cmp.elements} elements off")
 
     def close() -> None:
-        if iso is not None:
-            iso.close()
-        try:
-            t.close()
-        except Exception:
-            pass
+        ex.close()
     judge.target = t  # type: ignore[attr-defined]
-    judge.policy = policy  # type: ignore[attr-defined]
-    judge.versions = versions  # type: ignore[attr-defined]
     judge.close = close  # type: ignore[attr-defined]
     return judge
 
@@ -341,7 +336,6 @@ def _bad_positions(case: Case, j: Judgement, limit: int) -> list[tuple[int, ...]
 def shrink(case: Case, judge: Callable[[Case], Judgement], max_runs: int = 200, singles: int = 8,
            log: Callable[[str], None] | None = None) -> ShrinkResult:
     """The smallest failing sub-case found (see the module docstring)."""
-    from suite.core.spec import check_case
     runs = tried = 0
     log = log or (lambda s: None)
     first = judge(case)

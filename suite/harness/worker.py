@@ -1,45 +1,38 @@
-"""The isolation worker: hosts one target in its own process (``python -m suite.worker``).
+"""The isolation worker: one target in its own process (``python -m suite.harness.worker``).
 
-Started by :mod:`suite.isolation`. It talks to its parent over its original stdin
-and stdout with length-prefixed pickle frames (:func:`send` / :func:`recv`); the
-file descriptors 0 and 1 are then pointed at /dev/null and stderr, so whatever a
-native runtime prints can never corrupt the protocol. Messages, parent -> worker::
+Started by :mod:`suite.harness.isolation`. It talks to its parent over its original stdin
+and stdout with length-prefixed pickle frames (pipes only: nothing here is read from disk);
+file descriptors 0 and 1 are then pointed at /dev/null and stderr, so whatever a native
+runtime prints can never corrupt the protocol. Messages::
 
-    ("init", {"module", "qualname", "name", "options"}, sys_path, parent_pid)
-    ("batch", cases, timing)                # one case at a time, one outcome each
-    ("parts", [(cases, alone), ...], timing[, gated])   # whole batches back to back: one
-                                            # "outcomes" reply per part, in order; alone: its first
-                                            # cases each run on their own; gated: read now, run on
-    ("go",)                                 # this next message (any other drops the gated parts)
-    ("close",)
+    parent -> worker   ("init", {"module", "qualname", "name", "options"}, sys_path, parent_pid)
+                       ("run", cases, alone, timing)   # a batch: its first `alone` cases each alone
+                       ("close",)
+    worker -> parent   ("ready", versions) | ("init_error", text)
+                       ("start", t)                      # starting the next batch (time.monotonic())
+                       ("outcomes", [Outcome, ...], busy_s)
 
-and worker -> parent::
-
-    ("ready", pid) | ("init_error", text)
-    ("outcome", i, Outcome, busy_s)         # "batch": as each case finishes, in order
-    ("outcomes", [Outcome, ...], busy_s)    # "parts": a whole part (a target that overrides run())
-
-``busy_s`` is the time the worker spent on the case (the part) itself: the target's own
-time, as opposed to the messages and the parent's harness (suite/timing.py).
-
-For a "batch" the worker calls ``target.safe_run_one`` per case and reports each
-outcome as soon as it exists, so when the process dies the parent knows which case
-was in flight. For each of the "parts" it calls ``target.run`` (through
-``targets.base.run_in_parts``: one case at a time if the batch raises, as the in-process
-runner does) and reports the list.
-The worker dies with its parent (``PR_SET_PDEATHSIG`` on Linux, and a watchdog
-thread), so a killed run leaves no stray process behind.
+Batches run in the order they came, each as soon as the last is done: the parent may send
+several ahead. A reader thread takes every message off the pipe as it arrives, so the parent
+never waits to send while the worker writes outcomes it has not read yet. ``busy_s`` is the
+worker's own time on the batch; ``t`` lets the parent time a batch from its start (one
+system-wide monotonic clock). The worker dies with its parent (``PR_SET_PDEATHSIG`` on
+Linux), so a killed run leaves no stray process behind.
 """
 
 from __future__ import annotations
 
 import faulthandler
+import importlib
 import os
 import pickle
+import queue
 import struct
 import sys
 import threading
 import time
+
+from targets.base import Outcome, run_in_parts
 
 _HEAD = struct.Struct("<Q")
 MAX_FRAME = 1 << 34
@@ -50,8 +43,7 @@ def send(fd: int, obj) -> None:
     body = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     data = memoryview(_HEAD.pack(len(body)) + body)
     while data:
-        n = os.write(fd, data)
-        data = data[n:]
+        data = data[os.write(fd, data):]
 
 
 def _read_exact(fd: int, n: int) -> bytes | None:
@@ -74,55 +66,33 @@ def recv(fd: int):
     if n > MAX_FRAME:
         raise ValueError(f"frame of {n} bytes")
     body = _read_exact(fd, n)
-    if body is None:
-        return None
-    return pickle.loads(body)
+    return None if body is None else pickle.loads(body)
 
 
 def _die_with_parent(parent_pid: int) -> None:
-    """Exit when the parent goes away, even while a kernel hangs (Linux: PDEATHSIG)."""
+    """Be killed when the parent goes away, even while a kernel hangs (Linux: PDEATHSIG)."""
     if sys.platform.startswith("linux"):
         try:
             import ctypes
             import signal
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)   # PR_SET_PDEATHSIG
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)   # PR_SET_PDEATHSIG
         except Exception:
             pass
-    if os.getppid() != parent_pid:
+    if os.getppid() != parent_pid:   # the parent died before prctl took effect
         os._exit(3)
-
-    def watch():
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent_pid:
-                os._exit(3)
-    threading.Thread(target=watch, name="qconform-parent-watch", daemon=True).start()
 
 
 def _make_target(spec: dict):
-    import importlib
-    mod = importlib.import_module(spec["module"])
-    obj = mod
+    obj = importlib.import_module(spec["module"])
     for part in spec["qualname"].split("."):
         obj = getattr(obj, part)
     t = obj(**spec.get("options", {}))
     if spec.get("name"):
-        try:
-            t.name = spec["name"]
-        except Exception:
-            pass
+        t.name = spec["name"]
     return t
 
 
-def _transferable(o, pickle_error: Exception):
-    from targets.base import Outcome
-    return Outcome.error(f"the target's outcome cannot be transferred from the worker: "
-                         f"{type(pickle_error).__name__}: {pickle_error}"[:2000])
-
-
 def _guarded(fn):
-    from targets.base import Outcome
     try:
         return fn()
     except Exception as e:
@@ -132,34 +102,25 @@ def _guarded(fn):
                              status="crash")
 
 
-def _stream(out_fd: int, target, cases, timing) -> None:
-    """One case at a time, each outcome sent as soon as it exists."""
-    for i, c in enumerate(cases):
-        t0 = time.perf_counter()
-        o = _guarded(lambda: target.safe_run_one(c, timing))
-        busy = time.perf_counter() - t0
-        try:
-            send(out_fd, ("outcome", i, o, busy))
-        except Exception as e:   # pickling failed before anything was written
-            send(out_fd, ("outcome", i, _transferable(o, e), busy))
+def _versions(target) -> dict:
+    try:
+        return {str(k): str(v) for k, v in dict(target.versions()).items()}
+    except Exception as e:
+        return {"error": f"{type(e).__name__}: {e}"}
 
 
-def _part(out_fd: int, target, cases, timing, alone: int) -> None:
-    """One part through ``target.run``, its outcomes sent together."""
-    from targets.base import run_in_parts
-    t0 = time.perf_counter()
-    outs = run_in_parts(target, cases, timing, alone, _guarded)
-    busy = time.perf_counter() - t0
+def _send_outcomes(out_fd: int, outs: list, busy: float) -> None:
     try:
         send(out_fd, ("outcomes", outs, busy))
-    except Exception:
+    except Exception:   # an outcome that cannot be pickled: that case's error, the others kept
         fixed = []
         for o in outs:
             try:
                 pickle.dumps(o)
                 fixed.append(o)
             except Exception as e:
-                fixed.append(_transferable(o, e))
+                fixed.append(Outcome.error(f"the target's outcome cannot be transferred from the worker: "
+                                           f"{type(e).__name__}: {e}"[:2000]))
         send(out_fd, ("outcomes", fixed, busy))
 
 
@@ -183,27 +144,25 @@ def main() -> int:
     except BaseException as e:
         send(out_fd, ("init_error", f"{type(e).__name__}: {e}"[:2000]))
         return 1
-    send(out_fd, ("ready", os.getpid()))
-    gated = None
+    send(out_fd, ("ready", _versions(target)))
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+
+    def read() -> None:
+        while True:
+            msg = recv(in_fd)
+            inbox.put(msg)
+            if msg is None or msg[0] == "close":
+                return
+    threading.Thread(target=read, name="qconform-worker-inbox", daemon=True).start()
     while True:
-        msg = recv(in_fd)
+        msg = inbox.get()
         if msg is None or msg[0] == "close":
             break
-        if msg[0] == "go":
-            msg, gated = gated, None
-            if msg is None:   # a protocol error: end, so that the parent sees it at once (not a timeout)
-                print("qconform worker: 'go' with no cases waiting", file=sys.stderr)
-                return 3
-        else:
-            gated = None
-            if msg[0] == "parts" and len(msg) > 3 and msg[3]:
-                gated = msg   # unpickled while another target runs; started by "go"
-                continue
-        if msg[0] == "batch":
-            _stream(out_fd, target, msg[1], msg[2])
-        elif msg[0] == "parts":   # the next part starts as soon as the last one's reply is written
-            for cases, alone in msg[1]:
-                _part(out_fd, target, cases, msg[2], alone)
+        _, cases, alone, timing = msg
+        send(out_fd, ("start", time.monotonic()))
+        t0 = time.perf_counter()
+        outs = run_in_parts(target, cases, timing, alone, _guarded)
+        _send_outcomes(out_fd, outs, time.perf_counter() - t0)
     try:
         target.close()
     except Exception:

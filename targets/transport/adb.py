@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from targets.transport import CommandResult, DeviceSpec, Transport, TransportError, shell_command
+from targets.transport.base import CommandResult, DeviceSpec, Transport, TransportError, shell_command
 
 IO_TIMEOUT_S = 300.0
 

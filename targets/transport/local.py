@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from targets.transport import CommandResult, DeviceSpec, Transport, TransportError
+from targets.transport.base import CommandResult, DeviceSpec, Transport, TransportError
 
 
 class LocalTransport(Transport):

@@ -30,7 +30,7 @@ import weakref
 from pathlib import Path
 from typing import Sequence
 
-from targets.transport import CommandResult, DeviceSpec, Transport, TransportError, shell_command
+from targets.transport.base import CommandResult, DeviceSpec, Transport, TransportError, shell_command
 
 SSH_FAILED = 255
 IO_TIMEOUT_S = 300.0

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from reference import golden
 from suite.core.case import Case, Tensor
 from suite.cases.generate import Gen, f32, generator, real_values
 
@@ -75,7 +76,6 @@ def _disagreeing(case: Case, grid: list[np.ndarray], n: int, g: Gen,
     The case's inputs are replaced by the grid to evaluate; up to ``n`` indices are
     returned in random order, or None when there are none.
     """
-    from reference import golden
     trial = Case(op=case.op, inputs=[Tensor(t.dtype, tuple(v.shape), v, t.scale, t.zero_point, 0)
                                      for t, v in zip(case.inputs, grid)],
                  outputs=[Tensor(o.dtype, tuple(grid[0].shape), None, o.scale, o.zero_point, 0)

@@ -1,0 +1,200 @@
+"""The end of a run and ``qconform report RUN_DIR``: every report artefact from results.jsonl.
+
+:func:`write_reports` reads the rows twice and never holds them all:
+
+1. a first pass finds the last row of each (case, target, device) (a test run again, a
+   resumed run: the last row counts) and the shape of each row (results.parquet's columns);
+2. a second pass streams those rows, once, through what each artefact keeps of them:
+   the summary's per-group counters (:class:`reports.summary.Summary`), the page's
+   histograms and failing cases (:class:`reports.html.Page`), the certificate's entries
+   (:class:`reports.certify.Certifier`), the waiver checks, the status counts and costs,
+   and results.parquet, written a row group at a time (:class:`reports.parquet.ParquetSink`).
+
+Then it writes summary.csv, summary.md, results.parquet, the certificate (with ``certify``),
+index.html and run.json (when the caller gives the run's document). Each artefact is written
+atomically; one that cannot be written is one line in :attr:`Report.errors` and the others
+are written all the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reports.certify import CERT_JSON, CERT_MD, Certifier, WaiverCheck, read_certificate
+from reports.certify import to_markdown as certificate_markdown
+from reports.html import INDEX, Page, render
+from reports.parquet import PARQUET, ParquetSink, Shapes
+from reports.results import (
+    count_statuses,
+    index_rows,
+    rows_at,
+    write_atomic,
+    write_json,
+)
+from reports.runinfo import RUN_JSON, read_run_info, with_results, write_run_info
+from reports.summary import SUMMARY_CSV, SUMMARY_MD, Summary, markdown_file, to_csv
+from suite.core.tolerance import load_policy
+from suite.core.verdict import Status
+
+
+@dataclass
+class Report:
+    summary: list[dict]                  # the per-(op, target) summary rows, as summary.csv has them
+    written: list[Path] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)   # "<artefact>: <Type>: <message>", one per artefact not written
+    certificate: dict | None = None
+    waiver_problems: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)   # status value -> rows
+
+
+class _Tally:
+    """Rows per status, judging cost, devices: for run.json and Report.counts."""
+
+    def __init__(self):
+        self.counts: dict[str, int] = {}
+        self.rows = 0
+        self.harness_s = 0.0
+        self.analysis_s = 0.0
+        self.devices: set[str] = set()
+
+    def add(self, r: dict) -> None:
+        s = r.get("status", Status.ERROR.value)   # (a row without one: an error)
+        self.counts[s] = self.counts.get(s, 0) + 1
+        self.rows += 1
+        self.harness_s += float(r.get("harness_s") or 0)
+        self.analysis_s += float(r.get("analysis_s") or 0)
+        if r.get("device"):
+            self.devices.add(str(r["device"]))
+
+
+def _error(what: str, e: BaseException) -> str:
+    return f"{what}: {type(e).__name__}: {e}"
+
+
+def _policy(info: dict | None):
+    """The tolerance policy of the run's tolerance file (run.json), else the suite's."""
+    options = (info or {}).get("options") or {}
+    return load_policy(options.get("tolerance_file") or (options.get("tolerance") or {}).get("file"))
+
+
+def _versions(info: dict | None) -> dict[str, dict[str, str]]:
+    return {t: v.get("versions") or {} for t, v in ((info or {}).get("targets") or {}).items()}
+
+
+def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bool = False,
+                  run_info: dict | None = None) -> Report:
+    """Write summary.csv, summary.md, results.parquet, index.html (and, with ``certify``,
+    certificate.md/.json) of ``run_dir``/results.jsonl; and run.json when ``run_info`` is given
+    (the run's document, reports.runinfo.run_info), with the counts and costs of the rows added.
+    Without ``run_info`` the page takes the folder's run.json, if any. No rows: run.json and the
+    certificate only.
+
+    ``policy``: the suite.core.tolerance.Policy the certificate quotes (default: the run's
+    tolerance file, else the suite's); ``waivers``: the run's suite.core.waivers.Waivers.
+    Never raises for an artefact: see :attr:`Report.errors`.
+    """
+    d = Path(run_dir)
+    info = run_info if run_info is not None else read_run_info(d)
+    report = Report(summary=[])
+    failed: dict[str, Exception] = {}   # what broke: the artefacts made of it are not written
+
+    # pass 1: the last row of each (case, target, device) and the shapes of the rows
+    shapes = Shapes()
+    index = index_rows(d, shapes.tag)
+    offsets = [at for at, _ in index.values()]
+
+    # what each artefact keeps of the rows, fed one row at a time in pass 2
+    summary, page, tally, check = Summary(), Page(), _Tally(), WaiverCheck()
+    feeds = {"summary": summary.add, "page": page.add, "tally": tally.add, "waivers": check.add}
+    parquet = certifier = None
+    try:
+        if offsets:
+            parquet = ParquetSink(d / PARQUET, shapes.columns(tag for _, tag in index.values()))
+            feeds["parquet"] = parquet.add
+    except Exception as e:  # noqa: BLE001 (one artefact's error line; the others are written)
+        failed["parquet"] = e
+    try:
+        if certify:
+            certifier = Certifier(policy or _policy(info), _versions(info), waivers)
+            feeds["certificate"] = certifier.add
+    except Exception as e:  # noqa: BLE001
+        failed["certificate"] = e
+    del index, shapes
+
+    for row in rows_at(d, offsets) if offsets else ():                   # pass 2
+        for name, add in list(feeds.items()):
+            try:
+                add(row)
+            except Exception as e:  # noqa: BLE001
+                failed[name] = e
+                del feeds[name]
+    if parquet is not None and "parquet" in failed:
+        parquet.abort()
+
+    def attempt(what: str, needs: tuple[str, ...], write) -> None:
+        """Write one artefact (``write()`` gives its path): else one error line, its own or that of
+        what it is made of."""
+        err = next((failed[n] for n in needs if n in failed), None)
+        if err is None:
+            try:
+                report.written.append(write())
+                return
+            except Exception as e:  # noqa: BLE001
+                err = e
+        report.errors.append(_error(what, err))
+
+    report.counts = count_statuses(tally.counts)
+    report.waiver_problems = check.problems(waivers)
+    if run_info is not None:
+        if "tally" not in failed:
+            info = with_results(run_info, counts=report.counts, rows=tally.rows, harness_s=tally.harness_s,
+                                analysis_s=tally.analysis_s, devices=list(tally.devices))
+        attempt(RUN_JSON, (), lambda: write_run_info(d, info))
+    cert = None
+    if certify:
+        if certifier is not None and "certificate" not in failed:
+            try:
+                cert = report.certificate = certifier.certificate(info)
+            except Exception as e:  # noqa: BLE001
+                failed["certificate"] = e
+        attempt(CERT_MD, ("certificate",), lambda: write_atomic(d / CERT_MD, certificate_markdown(cert)))
+        attempt(CERT_JSON, ("certificate",), lambda: write_json(d / CERT_JSON, cert))
+    elif (d / CERT_JSON).exists():   # a certified run's page, rebuilt
+        with contextlib.suppress(OSError, ValueError):
+            cert = read_certificate(d)
+    if not offsets:
+        return report
+    try:
+        report.summary = summary.table()
+    except Exception as e:  # noqa: BLE001
+        failed["summary"] = e
+    attempt(SUMMARY_CSV, ("summary",), lambda: write_atomic(d / SUMMARY_CSV, to_csv(report.summary)))
+    attempt(SUMMARY_MD, ("summary",), lambda: write_atomic(d / SUMMARY_MD, markdown_file(report.summary)))
+    attempt(PARQUET, ("parquet",), lambda: parquet.close())
+    attempt(INDEX, ("summary", "page"), lambda: write_atomic(
+        d / INDEX, render(page, report.summary, summary.pair_table(), info, cert)))
+    return report
+
+
+def terminal_lines(report: Report | None) -> list[tuple[str, dict]]:
+    """Lines (and terminal markup) to print after the summary table."""
+    if report is None:
+        return []
+    lines: list[tuple[str, dict]] = []
+    for p in report.waiver_problems:
+        lines.append((f"WAIVER: {p}", {"red": True, "bold": True}))
+    if report.certificate:
+        for o in report.certificate["ops"]:
+            ids = ", ".join(f["case_id"] for f in o["failing"][:10])
+            more = f" (+{len(o['failing']) - 10} more)" if len(o["failing"]) > 10 else ""
+            lines.append((f"certificate: {o['op']} ({o['spec']}) on {o['target']}: {o['verdict']}"
+                          + (f"; failing: {ids}{more}" if ids else ""),
+                          {"red": o["verdict"] == "non-conformant", "green": o["verdict"] == "bit-exact"}))
+    for e in report.errors:
+        lines.append((f"qconform: could not write {e}", {"red": True}))
+    written = [Path(p).name for p in report.written]
+    if written:
+        lines.append((f"also written: {', '.join(written)}", {}))
+    return lines

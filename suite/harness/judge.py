@@ -1,0 +1,188 @@
+"""The judge: a target's outcome for one case -> a Verdict and its results.jsonl row.
+
+The golden under the run's scheme, the comparison in LSB, the tolerance policy, known
+findings, waivers, and the mismatch causes (every kernel scheme's golden: which arithmetic
+the target follows). The goldens of a case are computed once for all its targets: they are
+kept while the run judges the case's operator (tests run op by op), and between runs in the
+golden store (suite/harness/goldens.py) when it is on.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+import numpy as np
+
+from reference import golden
+from reports.causes import analyse, scheme_stack
+from suite.core.case import Case
+from suite.core.compare import Comparison, compare
+from suite.core.findings import match
+from suite.core.tolerance import Policy, Tolerance
+from suite.core.verdict import Status, Verdict
+from suite.core.waivers import Waivers
+from targets.base import Outcome, latency_stats
+
+
+class Goldens:
+    """Each case's goldens, computed once: kept for the operator being judged (its cases' other
+    targets), and in ``store`` between runs."""
+
+    def __init__(self, store=None):
+        self.store = store
+        self._op: str | None = None
+        self._cases: dict[int, tuple[Case, str, dict, dict]] = {}   # id(case) -> (case, digest, goldens, stacks)
+        self._new: dict[str, dict] = {}   # digest -> goldens computed here, not yet stored
+        self.computed = 0
+
+    def _entry(self, case: Case):
+        if case.op != self._op:   # a new operator: the last one's goldens are done with
+            self.flush()
+            self._op, self._cases = case.op, {}
+        e = self._cases.get(id(case))
+        if e is None or e[0] is not case:
+            digest = case.digest()
+            stored = self.store.get(digest) if self.store is not None else None
+            e = self._cases[id(case)] = (case, digest, dict(stored or {}), {})
+        return e
+
+    def digest(self, case: Case) -> str:
+        return self._entry(case)[1]
+
+    def get(self, case: Case, scheme: str) -> list[np.ndarray]:
+        _, digest, goldens, _ = self._entry(case)
+        if scheme not in goldens:
+            goldens[scheme] = golden(case, scheme)   # raises for a case the golden cannot compute
+            self.computed += 1
+            if self.store is not None:
+                self._new.setdefault(digest, {})[scheme] = goldens[scheme]
+        return goldens[scheme]
+
+    def flush(self) -> None:
+        """Store the goldens computed since the last flush (one write per case)."""
+        for digest, new in self._new.items():
+            self.store.put(digest, new)
+        self._new = {}
+
+    def stack(self, case: Case, names: list[str]):
+        """reports.causes.scheme_stack of the case, made once for all its targets."""
+        stacks = self._entry(case)[3]
+        key = tuple(names)
+        if key not in stacks:
+            stacks[key] = scheme_stack(case, lambda s: self.get(case, s), names)
+        return stacks[key]
+
+
+class Judge:
+    def __init__(self, *, scheme: str, policy: Policy, waivers: Waivers, goldens: Goldens,
+                 run_id: str, seed: int, worker: str | None = None):
+        self.scheme, self.policy, self.waivers, self.goldens = scheme, policy, waivers, goldens
+        self.run_id, self.seed, self.worker = run_id, seed, worker
+
+    def __call__(self, case: Case, target: str, o: Outcome, versions: dict[str, str]) -> tuple[Verdict, dict | None]:
+        """The verdict (its row without repro/failure_file) and, for a failure, crash, hang or
+        target error, the failure file's document (the case with got and want)."""
+        v = Verdict(Status.ERROR, case.id, case.op, target, reason=o.reason)
+        cmp = tol = want = None
+        if o.status == "ok":
+            try:
+                want = self.goldens.get(case, self.scheme)
+            except Exception as e:
+                v.reason, v.golden_error = f"the golden could not be computed: {type(e).__name__}: {e}", True
+            else:
+                cmp = compare(want, o.outputs, case.outputs)
+                tol = self.policy.lookup(case.op, target, case.outputs[0].dtype, versions)
+                if cmp.garbage:
+                    v.reason = f"target returned garbage: {cmp.garbage}"
+                elif tol.passes(cmp.max_abs_lsb, 100.0 - cmp.exact_pct):
+                    v.status = Status.PASS
+                else:
+                    v.status = Status.FAIL
+                    v.reason = f"max |err| {cmp.max_abs_lsb:g} LSB, {cmp.mismatches}/{cmp.elements} elements off"
+        else:
+            v.status = Status(o.status)
+        if v.status.is_bad and not v.golden_error:
+            f = match(case.op, target, case.variant, v.status.value)
+            if f is not None:
+                v.finding = f.id
+                v.reason = f"known finding {f.id}: {f.reason}; {v.reason}"
+        v.comparison = cmp
+        v.row = self._row(v, case, o, cmp, tol)
+        if cmp is not None and not cmp.garbage:
+            v.row.update(self._analyse(case, cmp, want))
+        failure = None
+        if v.status.is_bad and not v.golden_error:
+            failure = self._failure(case, target, v, want, o.outputs if v.status is Status.FAIL else None)
+        if self.waivers:
+            self.waivers.apply(v, versions)
+        v.message = _message(v, case, cmp, tol)
+        return v, failure
+
+    def _analyse(self, case: Case, cmp: Comparison, want) -> dict[str, Any]:
+        """Per-scheme exact counts and mismatch causes (reports/causes.py)."""
+        try:
+            return analyse(case, cmp.errors, want, lambda s: self.goldens.get(case, s), self.scheme,
+                           stack=lambda names: self.goldens.stack(case, names))
+        except Exception as e:   # recorded in the row, never silently dropped
+            return {"analysis_error": f"{type(e).__name__}: {e}"}
+
+    def _failure(self, case: Case, target: str, v: Verdict, want, got) -> dict:
+        d = case.to_dict()
+        if want is None:
+            try:
+                want = self.goldens.get(case, self.scheme)
+            except Exception:
+                want = None
+        if want is not None:
+            d["want"] = [np.asarray(w).ravel().tolist() for w in want]
+        if got is not None:
+            d["got"] = [np.asarray(g).ravel().tolist() for g in got]
+        d["reason"] = v.reason
+        d["target"] = target
+        return d
+
+    def _row(self, v: Verdict, c: Case, o: Outcome, cmp: Comparison | None, tol: Tolerance | None) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "run_id": self.run_id, "case_id": c.id, "op": c.op, "variant": c.variant, "index": c.index,
+            "spec": c.spec, "clause": c.clause, "target": v.target, "device": o.info.get("device"),
+            "status": v.status.value, "reason": v.reason, "case_digest": self.goldens.digest(c),
+            "seed": self.seed if not c.source else None, "case_file": c.source, "scheme": self.scheme,
+            "out_dtype": c.outputs[0].dtype if c.outputs else None,
+            "time": _dt.datetime.now().isoformat(timespec="seconds"), "worker": self.worker,
+        }
+        if v.golden_error:
+            row["golden_error"] = True
+        if cmp is not None:
+            row.update({
+                "bit_exact": cmp.bit_exact, "elements": cmp.elements, "mismatches": cmp.mismatches,
+                "max_abs_lsb": cmp.max_abs_lsb, "mean_err_lsb": cmp.mean_err_lsb, "sum_err_lsb": cmp.sum_err_lsb,
+                "first_output": cmp.first_output,
+                "first_index": list(cmp.first_index) if cmp.first_index is not None else None,
+                "got": cmp.first_got, "want": cmp.first_want,
+            })
+            if tol is not None:
+                row["tolerance_lsb"] = tol.max_abs_lsb
+                row["tolerance_rule"] = tol.rule.index if tol.rule else None
+        lat = latency_stats(o.latency_us)
+        row.update({"p50_us": lat["p50_us"], "p90_us": lat["p90_us"], "min_us": lat["min_us"],
+                    "spread_us": lat["spread_us"], "latency_n": lat["n"]})
+        for k, val in o.info.items():
+            if k not in row and isinstance(val, (str, int, float, bool)):
+                row[k] = val
+        if v.finding is not None:
+            row["finding"] = v.finding
+        return row
+
+
+def _message(v: Verdict, c: Case, cmp: Comparison | None, tol: Tolerance | None) -> str:
+    head = f"{c.id} on {v.target}"
+    if v.finding is not None:
+        head += f" [known finding {v.finding}]"
+    if v.status is Status.FAIL and cmp is not None:
+        err = (cmp.first_got - cmp.first_want) if isinstance(cmp.first_got, (int, float)) else None
+        return (f"{head}: {cmp.mismatches}/{cmp.elements} elements off "
+                f"(max |err| {cmp.max_abs_lsb:g} LSB, allowed {tol.describe()}); "
+                f"first mismatch output {cmp.first_output} index {list(cmp.first_index)}: "
+                f"got {cmp.first_got}, want {cmp.first_want}" + (f" ({err:+g} LSB)" if err is not None else ""))
+    return f"{head}: {v.status.value}: {v.reason}"

@@ -1,0 +1,89 @@
+"""The options of a run, checked once where they enter (pytest's command line, run.json of a
+resumed run): a bad value is one QconformError naming the option and the rule."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from reference import SCHEMES
+from reference.schemes import DEFAULT_SCHEME, kernel_schemes
+from suite.cases.generate import DEFAULT_CASES_PER_OP
+from suite.core.errors import QconformError
+from suite.core.spec import known_ops
+
+DEFAULT_REPORT_ROOT = "reports"
+DEFAULT_BATCH = 64
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    targets: tuple[str, ...]
+    seed: int = 0
+    cases_per_op: int = DEFAULT_CASES_PER_OP
+    ops: tuple[str, ...] | None = None
+    case_files: tuple[str, ...] = ()
+    tolerance_file: str | None = None
+    scheme: str = DEFAULT_SCHEME
+    warmup: int = 1
+    repeats: int = 5
+    batch_size: int = DEFAULT_BATCH
+    latency_cases: int = 3        # per (target, op), run alone: a merged batch has only a batch time
+    timeout: float = 60.0         # seconds per case in a worker process
+    isolation: str = "process"
+    golden_cache: str | None = None
+    waivers: tuple[str, ...] = ()
+    certify: bool = False
+    target_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
+def checked(**kw) -> RunOptions:
+    """RunOptions from option values, each checked (QconformError naming the option)."""
+    for name in ("cases_per_op", "repeats", "batch_size"):
+        v = kw.get(name)
+        if v is not None and v < 1:
+            raise QconformError(f"must be >= 1 (got {v})", field="--" + name.replace("_", "-"))
+    for name in ("warmup", "latency_cases"):
+        v = kw.get(name)
+        if v is not None and v < 0:
+            raise QconformError(f"must be >= 0 (got {v})", field="--" + name.replace("_", "-"))
+    t = kw.get("timeout")
+    if t is not None and not (0 < t < float("inf")):
+        raise QconformError(f"must be a finite number of seconds > 0 (got {t})", field="--timeout")
+    scheme = kw.get("scheme") or DEFAULT_SCHEME
+    if scheme not in SCHEMES:
+        raise QconformError(f"unknown scheme '{scheme}' (known: {', '.join(SCHEMES)})", field="--scheme")
+    if scheme not in kernel_schemes():   # "exact" gives unrounded reals: no code could match them
+        raise QconformError(f"'{scheme}' is not a kernel scheme (a run compares codes; known: "
+                            f"{', '.join(kernel_schemes())})", field="--scheme",
+                            rule="the golden of a run is rounded to codes")
+    kw["scheme"] = scheme
+    ops = kw.get("ops")
+    if ops:
+        bad = [x for x in ops if x not in known_ops()]
+        if bad:
+            raise QconformError(f"unknown operator(s) {', '.join(bad)}", field="--ops",
+                                rule="operators of the spec tables")
+        kw["ops"] = tuple(ops)
+    else:
+        kw["ops"] = None
+    if kw.get("cases_per_op") is None:
+        kw["cases_per_op"] = DEFAULT_CASES_PER_OP
+    for name in ("targets", "case_files", "waivers"):
+        kw[name] = tuple(kw.get(name) or ())
+    return RunOptions(**{k: v for k, v in kw.items() if v is not None or k in ("golden_cache", "tolerance_file")})
+
+
+def split_list(values) -> list[str]:
+    """``--opt a,b --opt c`` -> [a, b, c] (order kept, duplicates dropped)."""
+    out: list[str] = []
+    for v in values or []:
+        for part in str(v).split(","):
+            part = part.strip()
+            if part and part not in out:
+                out.append(part)
+    return out

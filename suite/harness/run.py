@@ -1,0 +1,118 @@
+"""One conformance run in one pytest process (in a pytest-xdist worker: its share of the tests).
+
+The plugin registers the run's pairs (:meth:`Run.plan`, in test order): each (op, target)
+group's cases become batches (the first ``latency_cases`` of a group each run alone, so their
+latency is their own), queued on the target in test order. Each test asks for its verdict
+(:meth:`Run.verdict`): the target's batches are taken in order until its case is judged; every
+case of a batch is judged and its row written at once, and each verdict is kept only until its
+test takes it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections import Counter, defaultdict
+
+from suite.core.case import Case
+from suite.core.tolerance import load_policy
+from suite.core.verdict import Verdict
+from suite.core.waivers import load_waivers
+from targets.base import Timing
+
+from .folder import RunFolder
+from .isolation import executor_for
+from .judge import Goldens, Judge
+from .options import RunOptions
+
+
+class Run:
+    def __init__(self, opts: RunOptions, folder: RunFolder, targets: dict, run_id: str,
+                 golden_store=None, worker: str | None = None):
+        self.opts, self.folder, self.run_id = opts, folder, run_id
+        self.policy = load_policy(opts.tolerance_file)
+        self.waivers = load_waivers(list(opts.waivers))
+        self.targets = targets
+        # native targets' worker processes start now: they import their runtimes meanwhile
+        self.executors = {n: executor_for(t, opts.isolation, opts.timeout) for n, t in targets.items()}
+        self.goldens = Goldens(golden_store)
+        self.judge = Judge(scheme=opts.scheme, policy=self.policy, waivers=self.waivers, goldens=self.goldens,
+                           run_id=run_id, seed=opts.seed, worker=worker)
+        self.timing = Timing(warmup=opts.warmup, repeats=opts.repeats)
+        self._versions: dict[str, dict[str, str]] = {}
+        self._queued: dict[str, set[str]] = defaultdict(set)   # target -> ids of its queued cases
+        self._verdicts: dict[tuple[str, str], Verdict | Exception] = {}   # judged, not yet asked for
+        self.stats: Counter = Counter()
+
+    def versions(self, target: str) -> dict[str, str]:
+        if target not in self._versions:
+            self._versions[target] = self.executors[target].versions()
+        return self._versions[target]
+
+    def plan(self, pairs) -> None:
+        """Queue the (case, target) pairs this process's tests will ask for, in their order, as
+        batches of (op, target) groups."""
+        groups: dict[str, dict[str, list[Case]]] = defaultdict(lambda: defaultdict(list))
+        for case, target in pairs:
+            if case.id not in self._queued[target]:
+                groups[target][case.op].append(case)
+                self._queued[target].add(case.id)
+        lat, size = self.opts.latency_cases, self.opts.batch_size
+        for target, ops in groups.items():
+            for cases in ops.values():   # the first batch: the latency singles and a batch
+                self.executors[target].submit(cases[:lat + size], min(lat, len(cases)), self.timing)
+                for i in range(lat + size, len(cases), size):
+                    self.executors[target].submit(cases[i:i + size], 0, self.timing)
+
+    def verdict(self, case: Case, target: str) -> Verdict:
+        key = (target, case.id)
+        while key not in self._verdicts:
+            if case.id not in self._queued[target]:   # not planned, or asked again (a re-run)
+                self._queued[target].add(case.id)
+                self.executors[target].submit([case], 1, self.timing)
+            self._next_batch(target)
+        v = self._verdicts.pop(key)
+        if isinstance(v, Exception):   # judging it failed: a harness bug, raised in its own test
+            raise v
+        return v
+
+    def _next_batch(self, target: str) -> None:
+        t0 = time.perf_counter()
+        cases, outcomes = self.executors[target].next()
+        self.stats[f"target_s:{target}"] += time.perf_counter() - t0
+        versions = self.versions(target)
+        for c, o in zip(cases, outcomes):
+            self._queued[target].discard(c.id)
+            t1 = time.perf_counter()
+            try:
+                self._verdicts[(target, c.id)] = self._judged(c, target, o, versions)
+            except Exception as e:
+                self._verdicts[(target, c.id)] = e
+            self.stats["judge_s"] += time.perf_counter() - t1
+
+    def _judged(self, case: Case, target: str, o, versions) -> Verdict:
+        v, failure = self.judge(case, target, o, versions)
+        if failure is not None:
+            path = self.folder.failure_path(target, case.id)
+            self.folder.write_json(path, failure)
+            v.row["failure_file"] = str(path)
+            v.row["repro"] = repro_command(case, target, path)
+            v.message += f"\nreproduce: {v.row['repro']}"
+        self.folder.append(v.row)
+        return v
+
+    def close(self) -> None:
+        """End the targets' workers, store the new goldens, close the results file (once)."""
+        executors, self.executors = self.executors, {}
+        for name, ex in executors.items():
+            ex.close()
+            for k, n in ex.stats.items():
+                self.stats[f"{k}:{name}"] += n
+        if self.goldens.store is not None:
+            self.goldens.flush()
+        self.folder.close()
+
+
+def repro_command(case: Case, target: str, failure_file) -> str:
+    return (f"pytest --target={shlex.quote(target)} --case-file={shlex.quote(str(failure_file))} "
+            f"--report-dir=/tmp/qconform-repro")
