@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import write_reports
+from reports import terminal_lines, write_reports
 from reports.results import iter_rows
 from reports.runinfo import now, run_info, write_run_info
 from reports.summary import to_text
@@ -88,6 +88,9 @@ def pytest_addoption(parser):
     g.addoption("--golden-cache", default=None, metavar="DIR",
                 help="goldens kept between runs, keyed by case digest and the golden's own source, "
                      "authenticated (default $QCONFORM_GOLDEN_CACHE or ~/.cache/qconform/golden; 'off': none)")
+    g.addoption("--ahead", type=int, default=4, metavar="N",
+                help="batches a target's worker process is given before their tests ask, so it runs "
+                     "while pytest reports (default 4; 0: each batch when its first test asks)")
     g.addoption("--timeout", type=float, default=60.0, metavar="SECONDS",
                 help="per-case time limit of an isolated target (default 60; scaled for batches)")
     g.addoption("--resume", default=None, metavar="RUN_DIR",
@@ -194,6 +197,7 @@ class QconformSession:
             targets=names, seed=o.seed, cases_per_op=o.cases_per_op, ops=split_list(o.ops),
             case_files=o.case_file, tolerance_file=o.tolerance, scheme=o.scheme, warmup=o.warmup,
             repeats=o.repeats, batch_size=o.batch_size, latency_cases=o.latency_cases, timeout=o.timeout,
+            ahead=o.ahead,
             isolation=o.isolation, golden_cache=_golden_folder(o.golden_cache), waivers=o.waivers,
             certify=o.certify,
             target_options={"htp": {"htp_performance_mode": o.htp_performance_mode, "cache_dir": o.cache_dir},
@@ -398,10 +402,8 @@ class QconformSession:
                 tr.write_line(f"resumed {self.resumed.dir}: {self.resumed.skipped} result(s) were recorded "
                               f"already, the rest ran now")
             tr.write_line(to_text(rep.summary))
-        for p in rep.waiver_problems:
-            tr.write_line(f"WAIVER: {p}", red=True, bold=True)
-        for e in rep.errors:
-            tr.write_line(f"qconform: could not write {e}", red=True)
+        for line, markup in terminal_lines(rep):
+            tr.write_line(line, **markup)
         if self.run is not None and self.run.goldens.store is not None:
             for p in self.run.goldens.store.problems:
                 tr.write_line(f"qconform: golden cache: {p}", yellow=True)

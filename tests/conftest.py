@@ -23,6 +23,20 @@ if "QCONFORM_NATIVE_DIR" not in os.environ:
 # Nor its golden cache (~/.cache/qconform/golden): the suite runs the tests start compute
 # their goldens afresh (a test that wants the cache gives --golden-cache itself).
 os.environ.setdefault("QCONFORM_GOLDEN_CACHE", "off")
+# Nor make or read the user's cache key (~/.cache/qconform/key).
+if "QCONFORM_KEY_FILE" not in os.environ:
+    import tempfile
+    os.environ["QCONFORM_KEY_FILE"] = str(Path(tempfile.mkdtemp(prefix="qconform-test-key-")) / "key")
+
+
+def run_folder(report_dir: Path) -> Path:
+    """The folder of the last run under ``--report-dir`` ``report_dir`` (its runs/<run id>/), or
+    ``report_dir`` itself when it is a run folder (a --resume)."""
+    report_dir = Path(report_dir)
+    if (report_dir / "run.json").exists() and not (report_dir / "runs").exists():
+        return report_dir
+    runs = sorted((report_dir / "runs").glob("*"), key=lambda p: p.stat().st_mtime) if (report_dir / "runs").exists() else []
+    return runs[-1] if runs else report_dir / "runs" / "none"
 
 
 def rows_written(rd: Path) -> list[dict]:
@@ -34,16 +48,19 @@ def rows_written(rd: Path) -> list[dict]:
 
 @pytest.fixture
 def run_suite(tmp_path):
-    """Run the conformance suite in a subprocess; returns (CompletedProcess, report_dir)."""
+    """Run the conformance suite in a subprocess; returns (CompletedProcess, the run's folder:
+    <report_dir>/runs/<run id>, the newest there)."""
     def _run(*args: str, report_dir: Path | None = None, timeout: float = 600, env: dict | None = None):
         rd = report_dir or (tmp_path / "report")
         # "--opt=PATH": an existing folder given as a separate word outside the project would be
         # taken by pytest for a test path while it picks its rootdir (see README, "Paths")
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--report-dir={rd}", *args]
+        resume = any(a.startswith("--resume") for a in args)
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               *([] if resume else [f"--report-dir={rd}"]), *args]
         e = dict(os.environ)
         e.update(env or {})
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=e)
-        return proc, rd
+        return proc, run_folder(rd)
     return _run
 
 

@@ -83,7 +83,7 @@ def _set(path, value):
 
 
 def test_the_valid_case_loads(tmp_path):
-    from suite.harness.runner import load_case_files
+    from suite.cases.files import load_case_files
     assert load_case_files([str(_case_file(tmp_path))])[0].op == "FULLY_CONNECTED"
 
 
@@ -159,7 +159,7 @@ def test_case_file_that_is_not_a_json_object(tmp_path, text, words):
 
 
 def test_case_that_breaks_its_spec_table_names_the_clause(tmp_path):
-    from suite.harness.runner import load_case_files
+    from suite.cases.files import load_case_files
     p = _case_file(tmp_path, _set("inputs.1.zero_point", [1, 0]))   # FC weights are symmetric
     e = _raises(load_case_files, [str(p)], source=p, words="(rule: the case must follow its spec table)")
     assert e.field and e.field.startswith("inputs[1]")
@@ -167,7 +167,7 @@ def test_case_that_breaks_its_spec_table_names_the_clause(tmp_path):
 
 def test_case_with_an_output_the_op_does_not_have(tmp_path):
     """An extra output would never be compared (the golden has one): the spec check refuses it."""
-    from suite.harness.runner import load_case_files
+    from suite.cases.files import load_case_files
     p = _case_file(tmp_path, lambda d: d["outputs"].append(dict(d["outputs"][0])))
     e = _raises(load_case_files, [str(p)], source=p, field="outputs",
                 words=("FULLY_CONNECTED has 1 output(s), got 2", "(rule: the case must follow its spec table)"))

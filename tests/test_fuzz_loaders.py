@@ -262,7 +262,7 @@ def _fuzz(n, body):
 
 
 def test_case_files(tmp_path):
-    from suite.harness.runner import load_case_files
+    from suite.cases.files import load_case_files
     docs = _small_cases()
     assert len(docs) >= 10
     path = tmp_path / "case.json"

@@ -16,7 +16,7 @@ import pytest
 
 from reference import get_scheme, golden
 from reference.ops.elementwise import add_sub_params, litert_compare_operand, real_values_exact
-from suite import spec
+from suite.core import spec
 from suite.core.case import Case, Tensor
 from suite.core.findings import match as finding_for
 from suite.cases.generate import get_generator, make_case

@@ -126,5 +126,5 @@ def test_a_build_that_crashes_is_probed_in_another_process(fresh_native, tmp_pat
 
 
 def test_the_golden_cache_key_covers_the_c_source():
-    from suite.harness.golden_cache import golden_files
+    from suite.harness.goldens import golden_files
     assert native.SOURCE.resolve() in [p.resolve() for p in golden_files()]

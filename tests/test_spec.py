@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from suite import spec
+from suite.core import spec
 from suite.cases.generate import generate, generator_ops, get_generator, make_case
 
 SPEC_DOC_OPS = [

@@ -5,6 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from reports import write_reports
+from reports.html import INDEX
+from reports.results import RESULTS, write_atomic
+from reports.summary import to_text
 from suite.core.errors import QconformError
 
 
@@ -19,11 +23,6 @@ def register(sub):
 
 
 def run(args) -> int:
-    # imported here, as in the other commands: `qconform --help` and the other commands need none of it
-    from reports import write_reports
-    from reports.html import INDEX
-    from reports.results import RESULTS, write_atomic
-    from reports.summary import to_text
     d = Path(args.run_dir)
     if not (d / RESULTS).exists():
         raise QconformError(f"no {RESULTS} here", source=str(d), field="RUN_DIR",

@@ -41,7 +41,7 @@ from . import worker as protocol
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 120.0         # seconds for a worker to start and create its target
 CLOSE_TIMEOUT = 5.0
-AHEAD = 4                     # batches handed to a worker before their outcomes are read
+AHEAD = 4                     # batches handed to a worker before their tests ask (--ahead)
 
 
 def spec_of(target) -> dict[str, Any] | None:
@@ -58,11 +58,13 @@ def spec_of(target) -> dict[str, Any] | None:
             "options": options}
 
 
-def executor_for(target, isolation: str = "process", timeout: float = 60.0) -> "InProcess | Isolated":
+def executor_for(target, isolation: str = "process", timeout: float = 60.0,
+                 ahead: int = AHEAD) -> "InProcess | Isolated":
     """How ``target``'s batches run under ``--isolation``: a worker process for a native target
-    that can be re-created there, else this process."""
+    that can be re-created there (``ahead`` batches handed to it before they are asked for),
+    else this process."""
     if isolation == "process" and getattr(target, "isolate", True) and spec_of(target) is not None:
-        return Isolated(target, timeout)
+        return Isolated(target, timeout, ahead)
     return InProcess(target)
 
 
@@ -208,9 +210,10 @@ class Worker:
 class Isolated:
     """A target whose batches run in its worker process: one outcome per case, always."""
 
-    def __init__(self, target, timeout: float):
+    def __init__(self, target, timeout: float, ahead: int = AHEAD):
         self.spec = spec_of(target)
         self.timeout = float(timeout)
+        self.ahead = ahead
         self.worker: Worker | None = Worker(self.spec)   # starts now: imports its runtime meanwhile
         self._versions: dict[str, str] | None = None
         self._todo: deque = deque()   # batches (cases, alone, timing) not yet in the worker
@@ -259,10 +262,10 @@ class Isolated:
         self._todo.append((list(cases), alone, timing))
         self._feed()
 
-    def _feed(self) -> Outcome | None:
-        """Hand queued batches to the worker, up to AHEAD in it; the Outcome of why no worker
-        could start, if none could."""
-        while self._todo and len(self._sent) < AHEAD:
+    def _feed(self, limit: int | None = None) -> Outcome | None:
+        """Hand queued batches to the worker, up to ``limit`` (default: ``ahead``) in it; the
+        Outcome of why no worker could start, if none could."""
+        while self._todo and len(self._sent) < (self.ahead if limit is None else limit):
             if self._sent and self.worker.proc.poll() is not None:
                 return None   # it died running what it was sent: next() reads what it finished
             w = self._live()
@@ -277,7 +280,7 @@ class Isolated:
 
     def next(self) -> tuple[list, list[Outcome]]:
         """The next batch's (cases, one outcome per case), in the order they were queued."""
-        failed = self._feed()
+        failed = self._feed(max(1, self.ahead))
         if failed is not None:   # no worker: the next batch gets why
             cases = self._todo.popleft()[0]
             return cases, [Outcome(failed.status, reason=failed.reason, info=dict(failed.info)) for _ in cases]

@@ -30,6 +30,7 @@ class RunOptions:
     batch_size: int = DEFAULT_BATCH
     latency_cases: int = 3        # per (target, op), run alone: a merged batch has only a batch time
     timeout: float = 60.0         # seconds per case in a worker process
+    ahead: int = 4                # batches a target's worker gets before their tests ask
     isolation: str = "process"
     golden_cache: str | None = None
     waivers: tuple[str, ...] = ()
@@ -47,7 +48,7 @@ def checked(**kw) -> RunOptions:
         v = kw.get(name)
         if v is not None and v < 1:
             raise QconformError(f"must be >= 1 (got {v})", field="--" + name.replace("_", "-"))
-    for name in ("warmup", "latency_cases"):
+    for name in ("warmup", "latency_cases", "ahead"):
         v = kw.get(name)
         if v is not None and v < 0:
             raise QconformError(f"must be >= 0 (got {v})", field="--" + name.replace("_", "-"))

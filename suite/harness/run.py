@@ -34,7 +34,7 @@ class Run:
         self.waivers = load_waivers(list(opts.waivers))
         self.targets = targets
         # native targets' worker processes start now: they import their runtimes meanwhile
-        self.executors = {n: executor_for(t, opts.isolation, opts.timeout) for n, t in targets.items()}
+        self.executors = {n: executor_for(t, opts.isolation, opts.timeout, opts.ahead) for n, t in targets.items()}
         self.goldens = Goldens(golden_store)
         self.judge = Judge(scheme=opts.scheme, policy=self.policy, waivers=self.waivers, goldens=self.goldens,
                            run_id=run_id, seed=opts.seed, worker=worker)

@@ -22,11 +22,13 @@ Linux), so a killed run leaves no stray process behind.
 
 from __future__ import annotations
 
+import ctypes
 import faulthandler
 import importlib
 import os
 import pickle
 import queue
+import signal
 import struct
 import sys
 import threading
@@ -73,8 +75,6 @@ def _die_with_parent(parent_pid: int) -> None:
     """Be killed when the parent goes away, even while a kernel hangs (Linux: PDEATHSIG)."""
     if sys.platform.startswith("linux"):
         try:
-            import ctypes
-            import signal
             ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)   # PR_SET_PDEATHSIG
         except Exception:
             pass
