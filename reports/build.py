@@ -19,6 +19,9 @@ are written all the same.
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +30,7 @@ from reports.certify import to_markdown as certificate_markdown
 from reports.html import INDEX, Page, render
 from reports.parquet import PARQUET, ParquetSink, Shapes
 from reports.results import (
+    RESULTS,
     count_statuses,
     index_rows,
     rows_at,
@@ -37,6 +41,8 @@ from reports.runinfo import RUN_JSON, read_run_info, with_results, write_run_inf
 from reports.summary import SUMMARY_CSV, SUMMARY_MD, Summary, markdown_file, to_csv
 from suite.core.tolerance import load_policy
 from suite.core.verdict import Status
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass
@@ -55,16 +61,12 @@ class _Tally:
     def __init__(self):
         self.counts: dict[str, int] = {}
         self.rows = 0
-        self.harness_s = 0.0
-        self.analysis_s = 0.0
         self.devices: set[str] = set()
 
     def add(self, r: dict) -> None:
         s = r.get("status", Status.ERROR.value)   # (a row without one: an error)
         self.counts[s] = self.counts.get(s, 0) + 1
         self.rows += 1
-        self.harness_s += float(r.get("harness_s") or 0)
-        self.analysis_s += float(r.get("analysis_s") or 0)
         if r.get("device"):
             self.devices.add(str(r["device"]))
 
@@ -84,7 +86,7 @@ def _versions(info: dict | None) -> dict[str, dict[str, str]]:
 
 
 def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bool = False,
-                  run_info: dict | None = None) -> Report:
+                  run_info: dict | None = None, parquet_in_child: bool = False) -> Report:
     """Write summary.csv, summary.md, results.parquet, index.html (and, with ``certify``,
     certificate.md/.json) of ``run_dir``/results.jsonl; and run.json when ``run_info`` is given
     (the run's document, reports.runinfo.run_info), with the counts and costs of the rows added.
@@ -93,9 +95,12 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
 
     ``policy``: the suite.core.tolerance.Policy the certificate quotes (default: the run's
     tolerance file, else the suite's); ``waivers``: the run's suite.core.waivers.Waivers.
-    Never raises for an artefact: see :attr:`Report.errors`.
+    ``parquet_in_child``: results.parquet is written by ``python -m reports.parquet`` in a process
+    of its own, alongside (see reports/parquet.py). Never raises for an artefact: see
+    :attr:`Report.errors`.
     """
     d = Path(run_dir)
+    child = _parquet_child(d) if parquet_in_child and (d / RESULTS).exists() else None
     info = run_info if run_info is not None else read_run_info(d)
     report = Report(summary=[])
     failed: dict[str, Exception] = {}   # what broke: the artefacts made of it are not written
@@ -110,7 +115,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     feeds = {"summary": summary.add, "page": page.add, "tally": tally.add, "waivers": check.add}
     parquet = certifier = None
     try:
-        if offsets:
+        if offsets and not parquet_in_child:
             parquet = ParquetSink(d / PARQUET, shapes.columns(tag for _, tag in index.values()))
             feeds["parquet"] = parquet.add
     except Exception as e:  # noqa: BLE001 (one artefact's error line; the others are written)
@@ -149,8 +154,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     report.waiver_problems = check.problems(waivers)
     if run_info is not None:
         if "tally" not in failed:
-            info = with_results(run_info, counts=report.counts, rows=tally.rows, harness_s=tally.harness_s,
-                                analysis_s=tally.analysis_s, devices=list(tally.devices))
+            info = with_results(run_info, counts=report.counts, rows=tally.rows, devices=list(tally.devices))
         attempt(RUN_JSON, (), lambda: write_run_info(d, info))
     cert = None
     if certify:
@@ -172,10 +176,29 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         failed["summary"] = e
     attempt(SUMMARY_CSV, ("summary",), lambda: write_atomic(d / SUMMARY_CSV, to_csv(report.summary)))
     attempt(SUMMARY_MD, ("summary",), lambda: write_atomic(d / SUMMARY_MD, markdown_file(report.summary)))
-    attempt(PARQUET, ("parquet",), lambda: parquet.close())
+    if child is None:
+        attempt(PARQUET, ("parquet",), lambda: parquet.close())
     attempt(INDEX, ("summary", "page"), lambda: write_atomic(
         d / INDEX, render(page, report.summary, summary.pair_table(), info, cert)))
+    if child is not None:
+        attempt(PARQUET, (), lambda: _parquet_done(child, d))
     return report
+
+
+def _parquet_child(d: Path) -> subprocess.Popen | None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    try:
+        return subprocess.Popen([sys.executable, "-m", "reports.parquet", str(d)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env)
+    except OSError:
+        return None
+
+
+def _parquet_done(child: subprocess.Popen, d: Path) -> Path:
+    out, err = child.communicate()
+    if child.returncode != 0:
+        raise RuntimeError(err.strip().splitlines()[-1] if err.strip() else f"exit status {child.returncode}")
+    return d / PARQUET
 
 
 def terminal_lines(report: Report | None) -> list[tuple[str, dict]]:

@@ -16,7 +16,10 @@ they first appear, each of one type:
 
 pyarrow is imported when a table is written, not with this module: every process that
 imports ``reports`` (the harness does, for results.jsonl) would otherwise pay for it, and a
-machine without pyarrow lacks only this file.
+machine without pyarrow lacks only this file. At the end of a pytest run the file is written
+by ``python -m reports.parquet RUN_DIR`` in a process of its own (reports.build.write_reports
+``parquet_in_child``): converting to Arrow imports pandas and pyarrow, about 90 MB that would
+otherwise be added to the peak memory of a large run's pytest process.
 """
 
 from __future__ import annotations
@@ -24,11 +27,12 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from reports.results import atomic, naming, tmp_of
+from reports.results import atomic, index_rows, naming, rows_at, tmp_of
 
 PARQUET = "results.parquet"
 ROW_GROUP = 10_000   # rows per row group
@@ -174,3 +178,26 @@ class ParquetSink:
         with contextlib.suppress(Exception):
             self._close()
         self.tmp.unlink(missing_ok=True)
+
+
+def write_parquet(run_dir: str | Path) -> Path:
+    """``run_dir``/results.parquet from its results.jsonl (the last row of each pair)."""
+    d = Path(run_dir)
+    shapes = Shapes()
+    index = index_rows(d, shapes.tag)
+    sink = ParquetSink(d / PARQUET, shapes.columns(tag for _, tag in index.values()))
+    try:
+        for row in rows_at(d, [at for at, _ in index.values()]):
+            sink.add(row)
+    except BaseException:
+        sink.abort()
+        raise
+    return sink.close()
+
+
+if __name__ == "__main__":   # python -m reports.parquet RUN_DIR
+    try:
+        print(write_parquet(sys.argv[1]))
+    except Exception as e:  # noqa: BLE001 (the parent reports it as this artefact's error)
+        print(f"{type(e).__name__}: {e}", file=sys.stderr)
+        sys.exit(1)

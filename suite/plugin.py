@@ -35,6 +35,8 @@ SUITE_DIR = Path(__file__).resolve().parent
 SESSION = pytest.StashKey["QconformSession"]()
 _OWN_OPTIONS = ("--target", "--case-file", "--ops", "--cases-per-op", "--seed", "--report-dir",
                 "--tolerance", "--scheme", "--certify", "--device", "--resume", "--waivers")
+_PROPERTIES = tuple((k, f"qconform.{k}") for k in ("status", "bit_exact", "max_abs_lsb", "mismatches",
+                                                  "elements", "p50_us", "repro"))
 _SELECTING = ("keyword", "markexpr", "deselect", "lf", "failedfirst", "stepwise", "stepwise_skip")
 
 
@@ -170,9 +172,8 @@ def qc_verdict(request, qc_case) -> Verdict:
         v = session.run.verdict(qc_case, request.cls.target)
     except DiskError as e:   # the run folder cannot be written: the run ends here, saying where
         pytest.exit(f"qconform: {e}", returncode=pytest.ExitCode.INTERNAL_ERROR)
-    request.node.user_properties.extend(
-        (f"qconform.{k}", v.row[k]) for k in ("status", "bit_exact", "max_abs_lsb", "mismatches",
-                                              "elements", "p50_us", "repro") if v.row.get(k) is not None)
+    request.node.user_properties.extend(   # JUnit XML <property> of each testcase
+        (name, v.row[k]) for k, name in _PROPERTIES if v.row.get(k) is not None)
     if v.outcome is Outcome.ERROR:
         raise QcTargetError(v.message)
     return v
@@ -220,8 +221,12 @@ class QconformSession:
         self.run: Run | None = None
         if not self.distributed and not _runs_no_tests(o):
             store = GoldenStore(Path(self.opts.golden_cache)) if self.opts.golden_cache else None
-            self.run = Run(self.opts, self.folder, self.targets, self.run_id, store,
-                           worker=(self.worker_input or {}).get("workerid"))
+            try:
+                self.run = Run(self.opts, self.folder, self.targets, self.run_id, store,
+                               worker=(self.worker_input or {}).get("workerid"))
+            except BaseException:   # a bad --tolerance/--waivers file: no session, so the folder's lock goes now
+                self.folder.close()
+                raise
         if self.controller:
             self._write_run_info()
         self.interrupted = False
@@ -270,7 +275,8 @@ class QconformSession:
         options = {**self.opts.as_dict(), "report_dir": str(self.folder.path),
                    "workers": getattr(o, "numprocesses", None), "filtered": self.filtered}
         doc = run_info(run_id=self.run_id, options=options, targets=targets, unavailable=self.unavailable,
-                       started=self.started, command=[str(a) for a in self.config.invocation_params.args], **end)
+                       started=self.started, command=[str(a) for a in self.config.invocation_params.args],
+                       cost=dict(self.run.stats) if self.run is not None and end else None, **end)
         write_run_info(self.folder.path, doc)
         return doc
 
@@ -378,6 +384,7 @@ class QconformSession:
             doc = self._write_run_info(finished=now(), exit_status=int(session.exitstatus),
                                        interrupted=self.interrupted)
             self.report = write_reports(self.folder.path, policy=self.run.policy if self.run else None,
+                                        parquet_in_child=True,
                                         waivers=self.run.waivers if self.run else None,
                                         certify=self.opts.certify, run_info=doc)
             if complete and not self.filtered:

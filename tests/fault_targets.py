@@ -5,7 +5,10 @@ which it misbehaves in one of the ways kernels under certification do. The plan 
 case ids to fault kinds; it comes from the ``QCONFORM_FAULTS`` environment variable
 (JSON ``{"ADD-tie-000": "segv", ...}``, inherited by the isolation worker) or,
 without it, :data:`DEFAULT_PLAN`. :data:`EXPECTED` is the verdict each kind must get.
-``QCONFORM_FAULT_DELAY`` (seconds) slows every case down.
+``QCONFORM_FAULT_DELAY`` (seconds) slows every case down; ``QCONFORM_FAULT_INIT`` makes
+creating the target fail: ``raise`` (an exception) or ``exit`` (the process ends with status 9).
+Every ``ok`` outcome names the case it was computed for (``ran_case``) and the process
+(``pid``), so a test can see that each outcome reached its own case.
 
 :class:`BatchedFaulty` does the same work but overrides ``run()`` (as a target that
 builds one model for many cases would), so a crash inside its batch cannot be
@@ -125,13 +128,20 @@ class Faulty(Target):
         super().__init__(**options)
         self.plan = plan()
         time.sleep(float(os.environ.get("QCONFORM_FAULT_INIT_DELAY", "0")))   # a runtime slow to start
+        init = os.environ.get("QCONFORM_FAULT_INIT")
+        if init == "raise":
+            raise RuntimeError("the runtime is missing here")
+        if init == "exit":
+            os._exit(9)
+        from reference import golden  # noqa: F401  (imported now, not inside the first case's time limit)
 
     def run_one(self, case, timing: Timing) -> Outcome:
         time.sleep(float(os.environ.get("QCONFORM_FAULT_DELAY", "0")))   # a slow kernel (resume tests)
         kind = self.plan.get(case.id)
         if kind is not None:
             return misbehave(kind, case)
-        return Outcome.ok(_golden(case), [1.0], pid=os.getpid())   # the row shows which process ran it
+        # the row shows which process ran it, and for which case
+        return Outcome.ok(_golden(case), [1.0], pid=os.getpid(), ran_case=case.id)
 
     def safe_run_one(self, case, timing: Timing):
         # as Target.safe_run_one, but garbage (a non-Outcome) is passed on for the suite to judge

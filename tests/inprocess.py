@@ -4,7 +4,8 @@ installed entry point, so ``pytester.runpytest_inprocess`` loads it in the inner
 temporary folder, as ``pytest --target=X`` from any folder does).
 
 Every run is checked to leave nothing behind in this process: no child process (a target's
-worker), no thread, no file descriptor on the report folder (a run folder's lock, results.jsonl).
+worker), no thread, no file descriptor on the report folder (a run folder's lock, results.jsonl),
+no SIGTERM handler of its own.
 
 A module using :func:`run_inprocess` declares ``pytest_plugins = "pytester"``.
 """
@@ -12,6 +13,7 @@ A module using :func:`run_inprocess` declares ``pytest_plugins = "pytester"``.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,9 +74,11 @@ def run_inprocess(pytester: pytest.Pytester, *args: str, report_dir: Path | None
     resumed = [Path(a.split("=", 1)[1]) for a in args if a.startswith("--resume=")]
     given = report_dir is False or any(a.startswith("--report-dir") for a in args)
     full = [*([] if cacheprovider else ["-p", "no:cacheprovider"]),
+            "-W", "ignore::pytest.PytestAssertRewriteWarning",   # (the suite's packages, imported already)
             *([] if resumed or given else [f"--report-dir={rd}"]), *args]
-    kids, threads = children(), set(threading.enumerate())
+    kids, threads, sigterm = children(), set(threading.enumerate()), signal.getsignal(signal.SIGTERM)
     result = pytester.runpytest_inprocess(*full, plugins=list(plugins))
+    assert signal.getsignal(signal.SIGTERM) == sigterm, "the run left its SIGTERM handler"
     left = children() - kids
     assert not left, f"the run left child processes {sorted(left)}"
     extra = [t.name for t in set(threading.enumerate()) - threads if t.is_alive()]

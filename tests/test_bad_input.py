@@ -14,8 +14,17 @@ import json
 import pytest
 
 from suite.core.errors import QconformError
+from tests.inprocess import run_inprocess
+
+pytest_plugins = "pytester"
 
 # ----------------------------------------------------------------------------- helpers
+
+
+@pytest.fixture
+def run(pytester):
+    """``pytest *args`` in this process; returns (run, its run folder)."""
+    return lambda *args, **kw: run_inprocess(pytester, *args, **kw)
 
 
 def _raises(fn, *args, field=None, words=(), source=None):
@@ -174,11 +183,11 @@ def test_case_with_an_output_the_op_does_not_have(tmp_path):
     assert "[litert-int8/FULLY_CONNECTED/outputs]" in str(e)
 
 
-def test_case_files_on_the_command_lines(run_suite, qconform_cli, tmp_path):
+def test_case_files_on_the_command_lines(run, qconform_cli, tmp_path):
     p = _case_file(tmp_path, _set("inputs.0.dtype", "int9"))
-    proc, _ = run_suite("--target=ref", f"--case-file={p}")
+    proc, _ = run("--target=ref", f"--case-file={p}")
     _one_line_usage_error(proc, str(p), "field 'inputs[0].dtype'", "(rule: dtype name)")
-    proc, _ = run_suite("--target=ref", f"--case-file={tmp_path / 'missing.json'}")
+    proc, _ = run("--target=ref", f"--case-file={tmp_path / 'missing.json'}")
     _one_line_usage_error(proc, "missing.json", "no such file")
     cli = qconform_cli("golden", str(p))
     assert cli.returncode == 2 and "Traceback" not in cli.stderr
@@ -357,33 +366,33 @@ def test_encodings_file_that_is_not_a_json_object(tmp_path, text, words):
 
 # ----------------------------------------------------------------------------- on the command lines
 
-def test_bad_files_and_options_are_one_line_usage_errors(run_suite, qconform_cli, tmp_path):
+def test_bad_files_and_options_are_one_line_usage_errors(run, qconform_cli, tmp_path):
     tol = tmp_path / "tol.toml"
     tol.write_text('format = "qconform-tolerance/1"\n[[rule]]\nmax_abs_lsb = -1\n')
-    proc, _ = run_suite("--target=ref", "--ops", "ADD", f"--tolerance={tol}")
+    proc, _ = run("--target=ref", "--ops", "ADD", f"--tolerance={tol}")
     _one_line_usage_error(proc, str(tol), "field 'rule[0].max_abs_lsb'", "(rule: non-negative tolerance)")
 
     w = tmp_path / "w.toml"
     w.write_text(W_HEAD + W_ONE.replace("expires = 2027-03-31\n", ""))
-    proc, _ = run_suite("--target=ref", "--ops", "ADD", f"--waivers={w}")
+    proc, _ = run("--target=ref", "--ops", "ADD", f"--waivers={w}")
     _one_line_usage_error(proc, str(w), "field 'waiver[0].expires'", "(rule: waivers expire)")
 
     prof = tmp_path / "p.toml"
     prof.write_bytes(b"\xff")
-    proc, _ = run_suite("--target=netrun", "--ops", "ADD", f"--netrun-profile={prof}")
+    proc, _ = run("--target=netrun", "--ops", "ADD", f"--netrun-profile={prof}")
     _one_line_usage_error(proc, str(prof), "not UTF-8")
 
-    proc, _ = run_suite("--target=nope", "--ops", "ADD")
+    proc, _ = run("--target=nope", "--ops", "ADD")
     _one_line_usage_error(proc, "field '--target'", "unknown target 'nope'", "(rule: target name)")
-    proc, _ = run_suite("--target=tests.no_such_module:X", "--ops", "ADD")
+    proc, _ = run("--target=tests.no_such_module:X", "--ops", "ADD")
     _one_line_usage_error(proc, "field '--target'", "cannot import module")
-    proc, _ = run_suite("--target=ref", "--device=usb:1", "--ops", "ADD")
+    proc, _ = run("--target=ref", "--device=usb:1", "--ops", "ADD")
     _one_line_usage_error(proc, "field '--device'", "unknown device kind 'usb'")
-    proc, _ = run_suite("--target=htp", "--device=ssh:pi@board?timeout=soon", "--ops", "ADD")
+    proc, _ = run("--target=htp", "--device=ssh:pi@board?timeout=soon", "--ops", "ADD")
     _one_line_usage_error(proc, "field '--device'", "'timeout=soon' is not a number")
-    proc, _ = run_suite("--target=htp", "--device=", "--ops", "ADD")
+    proc, _ = run("--target=htp", "--device=", "--ops", "ADD")
     _one_line_usage_error(proc, "field '--device'", "no device given")
-    proc, _ = run_suite("--target=ref", "--ops", "ADD,CONV_9D")
+    proc, _ = run("--target=ref", "--ops", "ADD,CONV_9D")
     _one_line_usage_error(proc, "field '--ops'", "CONV_9D", "(rule: operators of the spec tables)")
 
     enc = tmp_path / "enc.json"

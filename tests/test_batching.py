@@ -3,7 +3,7 @@ verdicts and outputs as one model per case; a failing batch is bisected down to 
 
 from __future__ import annotations
 
-import json
+import collections
 
 import numpy as np
 import pytest
@@ -13,6 +13,7 @@ from targets import get_target
 from targets.base import Outcome, Timing
 from targets.batching import (BatchFailed, BatchStats, ContextCache, bisect, case_of_node, merge_onnx,
                               placement_by_case)
+from tests.conftest import rows_written as _rows
 
 FAST = Timing(warmup=0, repeats=1)
 # ops with several variants, a const/param input, a variadic one and a one-node ONNX graph
@@ -177,28 +178,26 @@ def test_context_cache_files(tmp_path):
     assert cache.lookup(key) == (None, None, None)
 
 
-def test_timing_summary_defines_the_harness_share():
-    from suite.harness.timing import lines, merge, summarize
-    stats = merge([{"cases:htp": 10, "target_wall_s:htp": 2.0, "invoke_s:htp": 0.5, "judge_s": 1.0},
-                   {"cases:htp": 10, "target_wall_s:htp": 2.0, "invoke_s:htp": 0.5, "report_s": 1.0}])
-    doc = summarize(stats, wall_s=5.0, processes=2)
-    assert doc["targets"]["htp"]["cases"] == 20 and doc["targets"]["htp"]["cases_per_s"] == 5.0
-    assert doc["harness_s"] == 6.0 and doc["harness_pct"] == 60.0
-    assert doc["harness_parts"]["pytest_and_rest_s"] == 4.0
-    assert any("harness" in ln for ln in lines(doc))
-    json.dumps(doc)
-
-
-def test_xdist_keeps_each_op_on_one_worker(run_suite):
+def test_xdist_keeps_each_op_target_group_on_one_worker(run_suite, tmp_path):
+    """With -n 2 (the plugin then asks for --dist loadscope; the suite's tests are one class per
+    (op, target)), each group runs whole, as batches, on one worker; each case once; and the
+    verdicts are those of a run without xdist."""
     pytest.importorskip("xdist")
-    proc, rd = run_suite("--target=tflite-ref,ort", "--ops", "ADD,SUB,MUL,RELU", "--cases-per-op", "3",
-                         "-n", "2")
+    args = ("--target=tflite-ref,ort", "--ops", "ADD,MUL,RELU", "--cases-per-op", "3")
+    proc, rd = run_suite(*args, "-n", "2", "-v", report_dir=tmp_path / "xdist")
     assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
-    workers: dict[str, set] = {}
-    for line in (rd / "results.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        workers.setdefault(r["op"], set()).add(r["worker"])
-    assert set(workers) == {"ADD", "SUB", "MUL", "RELU"}
+    assert "LoadScopeScheduling" in proc.stdout
+    one, rd1 = run_suite(*args, report_dir=tmp_path / "one")
+    assert one.returncode == proc.returncode, one.stdout[-2000:] + one.stderr[-2000:]
+    rows = _rows(rd)
+    pairs = collections.Counter((r["case_id"], r["target"]) for r in rows)
+    assert max(pairs.values()) == 1, [p for p, n in pairs.items() if n > 1][:5]   # each case once
+    workers: dict[tuple, set] = collections.defaultdict(set)
+    for r in rows:
+        workers[(r["op"], r["target"])].add(r["worker"])
+    assert set(workers) == {(op, t) for op in ("ADD", "MUL", "RELU") for t in ("tflite-ref", "ort")}
     assert all(len(w) == 1 for w in workers.values()), workers
-    timing = json.loads((rd / "timing.json").read_text())
-    assert timing["processes"] == 2 and timing["targets"]["ort"]["cases"] > 0
+    assert {w for ws in workers.values() for w in ws} == {"gw0", "gw1"}          # both worked
+    assert {(r["case_id"], r["target"]): r["status"] for r in rows} == \
+        {(r["case_id"], r["target"]): r["status"] for r in _rows(rd1)}
+    assert all(r["worker"] is None for r in _rows(rd1))

@@ -12,6 +12,9 @@ from reports.results import read_rows
 from suite.core.errors import QconformError
 from suite.core.waivers import load_waivers
 from tests.helper_targets import flipped
+from tests.inprocess import run_inprocess
+
+pytest_plugins = "pytester"
 
 # the first slice of operators (targets/onnx_ops/slice.py)
 SLICE_OPS = ["ADD", "SUB", "MUL", "QUANTIZE", "DEQUANTIZE", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED",
@@ -19,10 +22,10 @@ SLICE_OPS = ["ADD", "SUB", "MUL", "QUANTIZE", "DEQUANTIZE", "CONV_2D", "DEPTHWIS
 WRONG = "tests.helper_targets:WrongTarget"
 
 
-def _folder(rd):
-    """A run's report folder: ``--report-dir`` itself, or its latest run where each run has a folder there."""
-    latest = rd / "latest"
-    return latest.resolve() if latest.is_dir() else rd
+@pytest.fixture
+def run(pytester):
+    """``pytest *args`` in this process; returns (run, its run folder)."""
+    return lambda *args, **kw: run_inprocess(pytester, *args, **kw)
 
 
 def _cert(rd):
@@ -47,12 +50,12 @@ def test_verdict_rules():
 
 
 def test_tflite_ref_certifies_the_slice_ops_bit_exact(run_suite):
+    # (a subprocess: a real runtime)
     from targets import get_target
     ok, why = get_target("tflite-ref").availability()
     if not ok:
         pytest.skip(f"tflite-ref unavailable: {why}")
     proc, rd = run_suite("--target=tflite-ref", "--certify", "--ops", ",".join(SLICE_OPS), "--cases-per-op", "3")
-    rd = _folder(rd)
     assert (rd / "certificate.json").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     cert = _cert(rd)
     ops = _entries(cert)
@@ -75,9 +78,8 @@ def _ids(ops, n):
     return [case_id(op, v, i) for op, v, i in plan_ids(ops, n)]
 
 
-def test_a_wrong_target_is_non_conformant_with_its_failing_ids(run_suite):
-    proc, rd = run_suite(f"--target={WRONG}", "--certify", "--ops", "ADD,SUB", "--cases-per-op", "5")
-    rd = _folder(rd)
+def test_a_wrong_target_is_non_conformant_with_its_failing_ids(run):
+    proc, rd = run(f"--target={WRONG}", "--certify", "--ops", "ADD,SUB", "--cases-per-op", "5")
     assert proc.returncode == 1
     cert = _cert(rd)
     bad = {cid for cid in _ids(["ADD", "SUB"], 5) if flipped(cid, 3)}
@@ -93,7 +95,7 @@ def test_a_wrong_target_is_non_conformant_with_its_failing_ids(run_suite):
     assert "non-conformant" in proc.stdout and "## Failing cases" in (rd / "certificate.md").read_text()
 
 
-def test_waivers_waive_expire_and_flag_passing_cases(run_suite, tmp_path):
+def test_waivers_waive_expire_and_flag_passing_cases(run, tmp_path):
     ids = _ids(["ADD"], 5)
     bad = [c for c in ids if flipped(c, 3)]
     good = [c for c in ids if not flipped(c, 3)]
@@ -121,8 +123,7 @@ reason = "failed once, fixed since"
 versions = {{ helper = "*" }}
 expires = 2099-12-31
 """)
-    proc, rd = run_suite(f"--target={WRONG}", "--certify", "--waivers", str(f), "--ops", "ADD", "--cases-per-op", "5")
-    rd = _folder(rd)
+    proc, rd = run(f"--target={WRONG}", "--certify", "--waivers", str(f), "--ops", "ADD", "--cases-per-op", "5")
     rows = {r["case_id"]: r for r in read_rows(rd)}
     assert rows[bad[0]]["status"] == "waived" and rows[bad[0]]["waiver"] == "waivers.toml#0"
     assert rows[bad[1]]["status"] == "fail" and rows[bad[1]]["waiver_expired"] == "waivers.toml#1"
@@ -159,9 +160,9 @@ def test_waiver_file_errors_name_the_field(tmp_path):
     assert w.lookup("ADD-random-000", "htp", {"x": "1.2"})[1].id == "w.toml#0"
 
 
-def test_bad_waiver_file_is_a_usage_error(run_suite, tmp_path):
+def test_bad_waiver_file_is_a_usage_error(run, tmp_path):
     f = tmp_path / "w.toml"
     f.write_text('format = "qconform-waivers/1"\n[[waiver]]\ncase = "X"\nreason = "r"\n')
-    proc, _ = run_suite("--target=ref", "--waivers", str(f), "--ops", "ADD", "--cases-per-op", "1")
+    proc, _ = run("--target=ref", "--waivers", str(f), "--ops", "ADD", "--cases-per-op", "1")
     assert proc.returncode == 4
     assert "waiver[0].target" in proc.stderr and "Traceback" not in proc.stderr

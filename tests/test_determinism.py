@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.inprocess import run_inprocess
+
+pytest_plugins = "pytester"
 
 ENVS = {
     "a": {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
@@ -58,13 +61,14 @@ def test_other_seed_other_cases(tmp_path):
     assert set(_digests(tmp_path / "a")) == set(_digests(tmp_path / "b"))   # same ids, other data
 
 
-def test_written_cases_run_back_through_case_file(run_suite, tmp_path):
+def test_written_cases_run_back_through_case_file(pytester, tmp_path):
     """The files are the suite's case format: `pytest --case-file=DIR` runs them (goldens skipped)."""
     _write(tmp_path / "c", ENVS["a"], "--ops", "ADD", "--cases-per-op", "3")
-    proc, rd = run_suite("--target=ref", f"--case-file={tmp_path / 'c'}")
+    proc, rd = run_inprocess(pytester, "--target=ref", f"--case-file={tmp_path / 'c'}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     n = len(list((tmp_path / "c").glob("*.golden.json")))
-    assert f"{n} passed" in proc.stdout
+    proc.result.assert_outcomes(passed=n)
+    assert n >= 3 and (rd / "results.jsonl").exists()
 
 
 def test_cases_command_errors(qconform_cli, tmp_path):

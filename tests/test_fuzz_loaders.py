@@ -337,8 +337,8 @@ def test_netrun_device_profiles(tmp_path):
 
 
 def test_run_json_of_resume(tmp_path):
+    from suite.harness.options import checked
     from suite.harness.resume import check_config, fill_options, open_run
-    from suite.harness.runner import RunConfig
     run_dir = tmp_path / "run"
     run_dir.mkdir()
 
@@ -346,7 +346,7 @@ def test_run_json_of_resume(tmp_path):
         res = open_run(str(run_dir))
         o = SimpleNamespace(seed=0, cases_per_op=None, scheme=None, ops=[], target=[], case_file=[])
         fill_options(res, o, [])
-        check_config(res, RunConfig(targets=["ref"], seed=0, cases_per_op=30, ops=["ADD"]))
+        check_config(res, checked(targets=["ref"], seed=0, cases_per_op=30, ops=["ADD"]))
 
     def body(data):
         doc = mutate(RUN_JSON, data, dates=False)

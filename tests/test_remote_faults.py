@@ -37,17 +37,18 @@ def _htp_available():
 
 
 def test_ssh_cut_mid_batch_completes_with_retries(sshd, run_suite, tmp_path):
-    """The ssh session is killed on the server while the runner is half-way through a batch."""
+    """The ssh session is killed on the server while the runner is half-way through a batch:
+    the runner stalls after 3 cases (the first time only), the test then kills the session's
+    sshd processes and the runner. The 3 finished cases are kept, the rest run again, once."""
     _htp_available()
     root = tmp_path / "device root"
-    slow = fault_python(tmp_path, "slow", "0.2")      # cases one by one (merge=0), 0.2 s apart
-    dev = sshd.device(python=slow, root=str(root), merge="0")
+    stall = fault_python(tmp_path, "stall", "3:1")     # one case at a time (merge=0)
+    dev = sshd.device(python=stall, root=str(root), merge="0")
     cut = threading.Event()
 
     def cutter():
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and not cut.is_set():
-            if _finished(root) >= 3:                       # 3 cases done on the device: cut now
+        while not cut.is_set():
+            if _finished(root) >= 3:                       # 3 cases done, the runner waits: cut now
                 kill_tree(sshd.session_pids())              # sshd's per-connection processes + the runner
                 cut.set()
                 return
@@ -55,19 +56,22 @@ def test_ssh_cut_mid_batch_completes_with_retries(sshd, run_suite, tmp_path):
 
     th = threading.Thread(target=cutter, daemon=True)
     th.start()
-    proc, rd = run_suite("--target=htp", "--ops", "ADD", "--cases-per-op", "12", "--repeats", "3",
-                         f"--device={dev}", report_dir=tmp_path / "rep")
-    cut.set()
-    th.join()
+    try:
+        proc, rd = run_suite("--target=htp", "--ops", "ADD", "--cases-per-op", "8", "--repeats", "3",
+                             "--latency-cases", "0", f"--device={dev}", report_dir=tmp_path / "rep")
+    finally:
+        stopped = cut.is_set()
+        cut.set()
+        th.join()
+    assert stopped, proc.stdout[-3000:] + proc.stderr[-2000:]
     rows = _rows(rd)
     ids = collections.Counter(r["case_id"] for r in rows)
     assert ids and max(ids.values()) == 1, ids                 # nothing duplicated
-    assert len(ids) >= 12                                       # nothing lost (12 + QNN extras)
+    assert len(ids) >= 8                                        # nothing lost (8 + QNN extras)
     assert not [r for r in rows if r["status"] in ("infra", "error", "crash", "timeout")], \
         proc.stdout[-3000:]
-    retried = [r for r in rows if r["retries"] > 0]
-    assert retried and all(r["retries"] == 1 for r in retried)   # the unfinished cases, once
-    assert len(retried) < len(rows)                              # finished ones kept from the partial pull
+    # the 3 cases finished before the cut were kept from the partial pull; the rest ran again once
+    assert sorted(r["retries"] for r in rows) == [0] * 3 + [1] * (len(rows) - 3)
     assert proc.returncode in (0, 1)
 
 
@@ -75,33 +79,41 @@ def test_adb_drop_mid_batch_is_retried(fake_adb, tmp_path):
     """The stand-in drops the device (offline) after 3 finished cases: reconnect offline, retry the rest."""
     cases = generate(["ADD", "MUL"], 5, 0)
     fake_adb.drop_after(3, "*/out/c*.json")
-    slow = fault_python(tmp_path, "slow", "0.2")      # cases one by one, 0.2 s apart
-    r = RemoteTarget("ort", f"adb:QCFAKE01?server={fake_adb.socket_spec}&python={slow}", max_batch=1)
+    stall = fault_python(tmp_path, "stall", "3:1")    # cases one by one; 3, then wait for the cut
+    r = RemoteTarget("ort", f"adb:QCFAKE01?server={fake_adb.socket_spec}&python={stall}", max_batch=1)
     outs = r.run(cases, TIMING)
     local = get_target("ort").run(cases, TIMING)
     assert [o.status for o in outs] == [o.status for o in local]
     for a, b in zip(local, outs):
         if a.status == "ok":
             assert all(np.array_equal(x, y) for x, y in zip(a.outputs, b.outputs))
-    assert fake_adb.devices["QCFAKE01"].drops == 1
+    assert fake_adb.devices["QCFAKE01"].drops == 1 and fake_adb.devices["QCFAKE01"].dropped_after == [3]
     assert "host:reconnect-offline" in fake_adb.log
-    retries = [o.info["retries"] for o in outs]
-    assert retries.count(0) >= 3 and max(retries) == 1
+    assert [o.info["retries"] for o in outs] == [0] * 3 + [1] * (len(cases) - 3)
     assert r.transport.reconnects == 1
 
 
 def test_adb_device_that_keeps_dropping_gives_infra_not_fail(fake_adb, run_suite, tmp_path):
-    """Bounded retries: what still fails is `infra` (pytest ERROR), every case exactly once."""
+    """Bounded retries: what still fails is `infra` (pytest ERROR), every case exactly once.
+
+    Deterministic: every run of the runner finishes 2 cases and then waits (stall 2) until the
+    stand-in, which drops the device once 2 results exist, cuts it and kills it (the whole
+    session: GNU `timeout` puts the runner in a process group of its own). So each of the
+    2 attempts (retries=1) keeps exactly 2 cases, however fast or slow the host is."""
     fake_adb.drop_after(2, "*/out/c*.json", times=100)
-    slow = fault_python(tmp_path, "slow", "0.2")      # LiteRT cases run one by one, 0.2 s apart
-    dev = f"adb:QCFAKE01?server={fake_adb.socket_spec}&python={slow}&retries=1"
+    stall = fault_python(tmp_path, "stall", "2")      # LiteRT cases one by one; 2, then wait for the cut
+    dev = f"adb:QCFAKE01?server={fake_adb.socket_spec}&python={stall}&retries=1"
     proc, rd = run_suite("--target=tflite-ref", "--ops", "ADD", "--cases-per-op", "8", f"--device={dev}",
                          "--latency-cases", "0", report_dir=tmp_path / "rep")
     rows = _rows(rd)
     ids = collections.Counter(r["case_id"] for r in rows)
     assert max(ids.values()) == 1 and len(ids) >= 8
-    status = collections.Counter(r["status"] for r in rows)
-    assert status["fail"] == 0 and status["infra"] > 0 and status["pass"] == 4   # 2 per attempt kept
+    assert fake_adb.devices["QCFAKE01"].dropped_after == [2, 2]   # what the two cuts left
+    sent = [r for r in rows if r["status"] != "unsupported"]     # (LiteRT has no 16-bit ADD: never sent)
+    status = collections.Counter(r["status"] for r in sent)
+    assert status == {"pass": 4, "infra": len(sent) - 4} and len(sent) > 6, proc.stdout[-3000:]
+    passed = [r for r in rows if r["status"] == "pass"]
+    assert sorted(r["retries"] for r in passed) == [0, 0, 1, 1]   # 2 kept per attempt
     infra = [r for r in rows if r["status"] == "infra"]
     assert all("adb:QCFAKE01" in r["reason"] and "gave up after 2 failed attempt" in r["reason"] for r in infra)
     assert all(r["retries"] == 1 for r in infra)
@@ -111,11 +123,13 @@ def test_adb_device_that_keeps_dropping_gives_infra_not_fail(fake_adb, run_suite
 def test_unreachable_ssh_device_is_infra(tmp_path):
     cases = generate(["ADD"], 3, 0)
     r = RemoteTarget("ort", "ssh:nobody@127.0.0.1?port=9&retries=1&wait=1&connect_timeout=2")
-    t0 = time.monotonic()
-    outs = r.run(cases, TIMING)
+    try:
+        outs = r.run(cases, TIMING)
+    finally:
+        r.close()
     assert {o.status for o in outs} == {"infra"}
-    assert "ssh" in outs[0].reason and time.monotonic() - t0 < 60
-    r.close()
+    assert "ssh" in outs[0].reason and "gave up after 2 failed attempt" in outs[0].reason
+    assert [o.info["retries"] for o in outs] == [1] * len(cases)
 
 
 @pytest.mark.parametrize("merged", [True, False])
@@ -125,9 +139,7 @@ def test_hanging_runner_is_killed_at_its_timeout(tmp_path, merged):
     cases = generate(["ADD"], 5, 0)
     py = fault_python(tmp_path, "hang", "c0001")
     r = RemoteTarget("ort", f"local:{tmp_path / 'dev'}?python={py}&timeout=6", max_batch=256 if merged else 1)
-    t0 = time.monotonic()
     outs = r.run(cases, TIMING)
-    assert time.monotonic() - t0 < 90
     assert [o.status for o in outs] == ["ok", "timeout"] + ["ok"] * (len(cases) - 2)
     assert "timeout (6 s per batch)" in outs[1].reason
     first = 1 if merged else 0     # the merged attempt that hung resubmitted everything once

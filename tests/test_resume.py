@@ -10,7 +10,12 @@ import subprocess
 import sys
 import time
 
-from tests.conftest import ROOT
+import pytest
+
+from tests.conftest import ROOT, run_folder
+from tests.inprocess import run_inprocess
+
+pytest_plugins = "pytester"
 
 PLAN = {"ADD-tie-000": "segv", "ADD-activation-000": "off", "MUL-zp_min-000": "shape",
         "MUL-tie-000": "unsupported"}
@@ -35,28 +40,29 @@ def _pytest(*args, env_extra=None, **kw):
 
 
 def test_killed_run_resumed_equals_an_uninterrupted_run(tmp_path):
+    # (subprocesses: a run killed with SIGKILL, its target's worker process left to die with it)
     # the uninterrupted run
-    full = tmp_path / "full"
-    cmd, env = _pytest(f"--report-dir={full}", *ARGS)
+    cmd, env = _pytest(f"--report-dir={tmp_path / 'full'}", *ARGS)
     ref = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert ref.returncode == 1, ref.stdout + ref.stderr
+    full = run_folder(tmp_path / "full")
     want = _raw_rows(full)
     n = len(want)
     assert n >= 30 and {r["status"] for r in want} == {"pass", "fail", "error", "crash", "unsupported"}
 
     # the same run, slowed down, killed with SIGKILL once about half of its rows are written
-    part = tmp_path / "part"
-    cmd, env = _pytest(f"--report-dir={part}", *ARGS, env_extra={"QCONFORM_FAULT_DELAY": "0.15"})
+    cmd, env = _pytest(f"--report-dir={tmp_path / 'part'}", *ARGS, env_extra={"QCONFORM_FAULT_DELAY": "0.15"})
     p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    results = part / "results.jsonl"
     deadline = time.time() + 300
     while time.time() < deadline and p.poll() is None:
-        if results.exists() and len(results.read_bytes().splitlines()) >= n // 2:
+        results = list((tmp_path / "part").glob("runs/*/results.jsonl"))
+        if results and len(results[0].read_bytes().splitlines()) >= n // 2:
             break
         time.sleep(0.05)
     assert p.poll() is None, "the run ended before it could be killed"
     p.send_signal(signal.SIGKILL)
     p.wait()
+    part = run_folder(tmp_path / "part")
     got_before = len(_raw_rows(part))
     assert n // 2 <= got_before < n
 
@@ -76,48 +82,55 @@ def test_killed_run_resumed_equals_an_uninterrupted_run(tmp_path):
     assert json.loads((part / "run.json").read_text())["counts"] == json.loads((full / "run.json").read_text())["counts"]
 
 
-def test_torn_last_row_is_cut_and_its_case_run_again(run_suite, tmp_path):
-    proc, rd = run_suite("--target=ref", "--ops", "ADD", "--cases-per-op", "4")
+@pytest.fixture
+def run(pytester):
+    """``pytest *args`` in this process; returns (run, its run folder)."""
+    return lambda *args, **kw: run_inprocess(pytester, *args, **kw)
+
+
+def test_torn_last_row_is_cut_and_its_case_run_again(run):
+    proc, rd = run("--target=ref", "--ops", "ADD", "--cases-per-op", "4")
     assert proc.returncode == 0
     rows = _raw_rows(rd)
     data = (rd / "results.jsonl").read_bytes()
     last = data.rstrip(b"\n").rsplit(b"\n", 1)[1]
     (rd / "results.jsonl").write_bytes(data[: len(data) - len(last) - 1] + last[:40])   # a half-written row
-    proc, _ = run_suite(f"--resume={rd}", report_dir=None)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "1 passed" in proc.stdout
+    proc, rd2 = run(f"--resume={rd}")
+    assert proc.returncode == 0 and rd2 == rd, proc.stdout + proc.stderr
+    proc.result.assert_outcomes(passed=1, deselected=len(rows) - 1)
     text = (rd / "results.jsonl").read_bytes()
     assert text.endswith(b"\n") and all(json.loads(l) for l in text.splitlines())
     assert sorted(r["case_id"] for r in _raw_rows(rd)) == sorted(r["case_id"] for r in rows)
+    assert {r["run_id"] for r in _raw_rows(rd)} == {rows[0]["run_id"]}
 
 
-def test_a_complete_run_resumed_runs_nothing_and_keeps_its_status(run_suite):
-    proc, rd = run_suite("--target=tests.spine_targets:OffByOne", "--ops", "ADD", "--cases-per-op", "4")
+def test_a_complete_run_resumed_runs_nothing_and_keeps_its_status(run):
+    proc, rd = run("--target=tests.spine_targets:OffByOne", "--ops", "ADD", "--cases-per-op", "4")
     assert proc.returncode == 1
     before = (rd / "results.jsonl").read_bytes()
-    proc2, _ = run_suite(f"--resume={rd}")
+    proc2, _ = run(f"--resume={rd}")
     assert proc2.returncode == 1, proc2.stdout + proc2.stderr     # its failures are still failures
     assert (rd / "results.jsonl").read_bytes() == before
-    assert "deselected" in proc2.stdout
+    proc2.result.assert_outcomes(deselected=len(_raw_rows(rd)))
 
 
-def test_resume_refuses_other_options_and_non_run_folders(run_suite, tmp_path):
-    proc, rd = run_suite("--target=ref", "--ops", "ADD", "--cases-per-op", "2", "--seed", "5")
+def test_resume_refuses_other_options_and_non_run_folders(run, tmp_path):
+    proc, rd = run("--target=ref", "--ops", "ADD", "--cases-per-op", "2", "--seed", "5")
     assert proc.returncode == 0
     for args, words in [(("--seed", "6"), "--seed 6 (the run had 5)"),
                         (("--cases-per-op", "3"), "--cases-per-op 3 (the run had 2)"),
                         (("--scheme", "ort-fp32-rne"), "--scheme ort-fp32-rne (the run had tflite-ref-double)"),
                         (("--ops", "MUL"), "--ops MUL (the run had ADD)")]:
-        p, _ = run_suite(f"--resume={rd}", *args)
+        p, _ = run(f"--resume={rd}", *args)
         assert p.returncode == 4, p.stdout + p.stderr
         assert words in p.stderr and "field '--resume'" in p.stderr and "Traceback" not in p.stderr
     (tmp_path / "empty").mkdir()
-    p, _ = run_suite(f"--resume={tmp_path / 'empty'}")
+    p, _ = run(f"--resume={tmp_path / 'empty'}")
     assert p.returncode == 4 and "has no run.json" in p.stderr
-    p, _ = run_suite(f"--resume={tmp_path / 'nope'}")
+    p, _ = run(f"--resume={tmp_path / 'nope'}")
     assert p.returncode == 4 and "no such run directory" in p.stderr
-    p, _ = run_suite(f"--resume={rd}", report_dir=tmp_path / "elsewhere")
+    p, _ = run(f"--resume={rd}", f"--report-dir={tmp_path / 'elsewhere'}")
     assert p.returncode == 4 and "differs from the run being resumed" in p.stderr
     (rd / "run.json").write_text("{not json")
-    p, _ = run_suite(f"--resume={rd}")
+    p, _ = run(f"--resume={rd}")
     assert p.returncode == 4 and "run.json is not valid JSON" in p.stderr and "Traceback" not in p.stderr

@@ -19,6 +19,9 @@ from targets import get_target
 from targets.base import Timing
 from tests.conftest import ROOT
 from tests.conftest import rows_written as _rows
+from tests.inprocess import run_inprocess
+
+pytest_plugins = "pytester"
 
 C_TARGET = "examples.kernels.c_conv.target:CConvTarget"
 PY_TARGET = "examples.kernels.python_conv:PythonConvTarget"
@@ -54,8 +57,19 @@ def _int8(rows):
     return [r for r in rows if r["out_dtype"] == "int8"]
 
 
-def test_c_kernel_is_certified(c_lib, run_suite):
-    proc, rd = run_suite(f"--target={C_TARGET}", "--ops", "CONV_2D", "--cases-per-op", "30",
+@pytest.fixture
+def run(pytester, monkeypatch):
+    """``pytest *args`` in this process, with ``env`` set for it (and its targets' worker processes);
+    returns (run, its run folder). (The kernels run in their worker processes, not in this one.)"""
+    def _run(*args, env=None, **kw):
+        for k, v in (env or {}).items():
+            monkeypatch.setenv(k, v)
+        return run_inprocess(pytester, *args, **kw)
+    return _run
+
+
+def test_c_kernel_is_certified(c_lib, run):
+    proc, rd = run(f"--target={C_TARGET}", "--ops", "CONV_2D", "--cases-per-op", "30",
                          f"--tolerance={BIT_EXACT}", env={"QC_CONV_LIB": str(c_lib)})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     rows = _rows(rd)
@@ -66,8 +80,8 @@ def test_c_kernel_is_certified(c_lib, run_suite):
                for r in rows if r["out_dtype"] != "int8")
 
 
-def test_buggy_c_kernel_fails_with_a_clear_mismatch_report(c_lib_buggy, run_suite):
-    proc, rd = run_suite(f"--target={C_TARGET}", "--ops", "CONV_2D", "--cases-per-op", "30",
+def test_buggy_c_kernel_fails_with_a_clear_mismatch_report(c_lib_buggy, run):
+    proc, rd = run(f"--target={C_TARGET}", "--ops", "CONV_2D", "--cases-per-op", "30",
                          f"--tolerance={BIT_EXACT}", env={"QC_CONV_LIB": str(c_lib_buggy)})
     assert proc.returncode == 1
     failed = [r for r in _int8(_rows(rd)) if r["status"] == "fail"]
@@ -81,8 +95,8 @@ def test_buggy_c_kernel_fails_with_a_clear_mismatch_report(c_lib_buggy, run_suit
     assert saved["op"] == "CONV_2D" and saved["want"] != saved["got"]
 
 
-def test_python_kernel_is_certified(run_suite):
-    proc, rd = run_suite(f"--target={PY_TARGET}", "--ops", "CONV_2D", "--cases-per-op", "30",
+def test_python_kernel_is_certified(run):
+    proc, rd = run(f"--target={PY_TARGET}", "--ops", "CONV_2D", "--cases-per-op", "30",
                          f"--tolerance={BIT_EXACT}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     ran = _int8(_rows(rd))
@@ -106,7 +120,8 @@ def test_kernels_agree_with_litert_reference_itself(c_lib):
 
 
 def test_entry_point_registration(run_suite, tmp_path):
-    """An installed package registers its target under the `qconform.targets` entry-point group."""
+    """An installed package registers its target under the `qconform.targets` entry-point group.
+    (Subprocesses: the package is installed by PYTHONPATH, as a site folder would be.)"""
     dist = tmp_path / "site" / "acme_kernels-1.0.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-kernels\nVersion: 1.0\n")
@@ -121,8 +136,8 @@ def test_entry_point_registration(run_suite, tmp_path):
     assert "acme-conv" in listing.stdout
 
 
-def test_c_target_without_its_library_is_one_clear_error(run_suite):
-    proc, _ = run_suite(f"--target={C_TARGET}", "--ops", "CONV_2D", env={"QC_CONV_LIB": ""})
+def test_c_target_without_its_library_is_one_clear_error(run):
+    proc, _ = run(f"--target={C_TARGET}", "--ops", "CONV_2D", env={"QC_CONV_LIB": ""})
     assert proc.returncode == 4 and "QC_CONV_LIB" in proc.stderr and "Traceback" not in proc.stderr
 
 

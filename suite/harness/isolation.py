@@ -161,16 +161,21 @@ class Worker:
                 return "timeout"
 
     def log_tail(self, limit: int = 1500) -> str:
-        """The last lines the worker wrote to stderr (faulthandler's stack on a crash)."""
+        """What the worker last wrote to stderr: on a crash, faulthandler's report from its first
+        line ("Fatal Python error: ...") down the innermost frames (the kernel's, not the
+        harness's, which a deep stack would otherwise push out); else the last lines."""
         try:
             size = os.fstat(self.log_fd).st_size
-            raw = os.pread(self.log_fd, limit, max(0, size - limit))
+            raw = os.pread(self.log_fd, 16 * limit, max(0, size - 16 * limit))
         except OSError:
             return ""
         noise = ("Extension modules:", "Current thread", "Stack (most recent", "Thread 0x")
         lines = [ln.strip() for ln in raw.decode("utf-8", "replace").splitlines()
                  if ln.strip() and not ln.startswith(noise) and "suite/harness/worker.py" not in ln
                  and "<frozen runpy>" not in ln]
+        fatal = [i for i, ln in enumerate(lines) if ln.startswith("Fatal Python error")]
+        if fatal:
+            return " | ".join(lines[fatal[-1]:fatal[-1] + 10])[:1200]
         return " | ".join(lines[-10:])[-1200:]
 
     def exit_status(self) -> tuple[str, dict[str, Any]]:

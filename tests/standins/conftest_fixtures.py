@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import stat
 import sys
@@ -40,9 +41,12 @@ def fake_adb(tmp_path):
 
 
 def fault_python(folder: Path, mode: str, tag: str) -> str:
-    """An executable 'python' for a device whose runtime hangs or crashes on case ``tag``."""
-    path = Path(folder) / f"python-{mode}-{tag}"
-    path.write_text(f"#!/bin/sh\nexec {sys.executable} {HERE / 'fault_python.py'} {mode} {tag} \"$@\"\n")
+    """An executable 'python' for a device whose runtime hangs or crashes on case ``tag``, is
+    slow, or stalls after some cases (tests/standins/fault_python.py)."""
+    path = Path(folder) / f"python-{mode}-{tag.replace(':', '_')}"
+    state = shlex.quote(str(path) + ".state")
+    path.write_text(f"#!/bin/sh\nQC_FAULT_STATE={state} exec {shlex.quote(sys.executable)} "
+                    f"{shlex.quote(str(HERE / 'fault_python.py'))} {mode} {shlex.quote(tag)} \"$@\"\n")
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return str(path)
 

@@ -18,8 +18,9 @@ to the folder, and shell commands run locally with ``sh -c`` after the same pref
 is rewritten in the command text (so the folder's own path must need no shell
 quoting). Faults for the tests: ``drop_after(n, pattern)`` cuts the connection of
 a running device-runner command once ``n`` files matching ``pattern`` have appeared
-below the folder since it started, kills the command, and keeps the device
-``offline`` until the client sends ``adb reconnect offline``.
+below the folder since it started, kills the command and everything it started (its
+session), and keeps the device ``offline`` until the client sends ``adb reconnect
+offline``; each device records how many such files each cut left (``dropped_after``).
 
 Run standalone: ``python tests/standins/fake_adb_server.py --port 5137 --device
 SERIAL=/some/folder``, then ``adb -P 5137 -s SERIAL shell echo hi``.
@@ -63,6 +64,7 @@ class Device:
         self.transport_id = 1
         self.commands: list[str] = []     # shell commands seen (for the tests)
         self.drops = 0
+        self.dropped_after: list[int] = []   # per drop: the matching files there when it was cut
 
     def host_path(self, device_path: str) -> Path:
         """Device path -> local path; only /data/local/tmp exists on this stand-in device."""
@@ -321,6 +323,9 @@ class FakeAdbServer:
                         sock.shutdown(socket.SHUT_RDWR)
                     except OSError:
                         pass
+                    # counted again with nothing left running: what the host can still pull
+                    n = sum(1 for f in dev.folder.glob(fault["pattern"]) if _mtime(f) >= started)
+                    dev.dropped_after.append(n)
                     self.log.append(f"[{dev.serial}] DROPPED after {n} files")
                     return
             if peer_gone.is_set():
@@ -455,11 +460,39 @@ def _mtime(f: Path) -> float:
         return 0.0
 
 
+def _session(sid: int) -> list[int]:
+    """Pids of the processes of session ``sid``."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if len(fields) > 3 and int(fields[3]) == sid:
+                out.append(int(d.name))
+    return out
+
+
 def _kill_group(p: subprocess.Popen) -> None:
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    """Kill the command and everything it started: its whole session (it was started with
+    start_new_session), not only its process group, since the device-side ``timeout`` puts
+    itself and the runner into a group of their own. A device that drops off leaves nothing
+    running that could still write results (as a phone rebooting, or adbd killing the shell)."""
+    for _ in range(20):
+        pids = _session(p.pid)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if p.poll() is None:
+            try:
+                p.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                pass
     try:
         p.wait(timeout=5)
     except subprocess.TimeoutExpired:

@@ -5,8 +5,12 @@ Used as the device's Python (through a two-line shell wrapper written by the tes
 ``device_runner.py`` and runs it unchanged, except that when it reaches the case
 tagged ``TAG`` (alone, or inside a merged batch) it either sleeps forever (``hang``:
 the host must kill it at its timeout) or kills itself with SIGSEGV (``crash``).
-``slow SECONDS`` instead waits that long before every case (a slow device, so that a
-fault injected "after N cases" lands at a predictable point). ``--probe`` passes through.
+``slow SECONDS`` instead waits that long before every case (a slow device).
+``stall N`` (or ``stall N:K``) runs N cases, then stops before the next one and waits
+until it is killed (a device about to be dropped: a fault injected "after N cases" then
+finds exactly N finished, however fast or slow the host is); with ``:K`` only the first K
+runs that get that far stall (counted in the file ``$QC_FAULT_STATE``), the later ones go on.
+``--probe`` passes through.
 """
 
 from __future__ import annotations
@@ -24,10 +28,17 @@ def main() -> int:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     real = mod.run_case
+    ran = [0]
 
     def run_case(rt, case, *args):
         if mode == "slow":             # a slow device: TAG seconds before every case
             time.sleep(float(tag))
+            return real(rt, case, *args)
+        if mode == "stall":
+            if ran[0] == int(tag.split(":")[0]) and _may_stall(tag):
+                while True:            # until the test cuts the connection and kills it
+                    time.sleep(1)
+            ran[0] += 1
             return real(rt, case, *args)
         if case["tag"] == tag:
             if mode == "hang":
@@ -46,6 +57,23 @@ def main() -> int:
     mod.run_case = run_case
     mod.run_group = run_group
     return mod.main(rest)
+
+
+def _may_stall(tag: str) -> bool:
+    """``N``: always; ``N:K``: if fewer than K runs stalled yet (and count this one)."""
+    if ":" not in tag:
+        return True
+    state = os.environ["QC_FAULT_STATE"]
+    try:
+        with open(state) as f:
+            done = int(f.read() or 0)
+    except FileNotFoundError:
+        done = 0
+    if done >= int(tag.split(":")[1]):
+        return False
+    with open(state, "w") as f:
+        f.write(str(done + 1))
+    return True
 
 
 if __name__ == "__main__":
