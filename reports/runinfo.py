@@ -70,12 +70,10 @@ def now() -> str:
 
 def run_info(*, run_id: str, options: dict, targets: dict[str, dict], unavailable: dict[str, str], started: str,
              command: list[str], finished: str | None = None, exit_status: int | None = None,
-             interrupted: bool = False, cost: dict[str, float] | None = None) -> dict[str, Any]:
+             interrupted: bool = False) -> dict[str, Any]:
     """The run.json document. ``targets``: name -> {description, expected_scheme,
-    versions {component: version}, devices (remote targets)}; ``unavailable``: name -> why;
-    ``cost``: where the run's time went, as the harness measured it (seconds per part)."""
+    versions {component: version}, devices (remote targets)}; ``unavailable``: name -> why."""
     return {
-        "cost": {k: round(float(v), 3) for k, v in (cost or {}).items()},
         "format": FORMAT, "run_id": run_id, "suite_version": __version__, "git": git_info(),
         "started": started, "finished": finished, "exit_status": exit_status, "interrupted": bool(interrupted),
         "command": list(command), "options": dict(options), "host": host_info(),

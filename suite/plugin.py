@@ -267,16 +267,21 @@ class QconformSession:
             return {"error": f"{type(e).__name__}: {e}"}
 
     def _write_run_info(self, **end) -> dict:
-        o = self.config.option
+        """run.json: at the start (``finished`` null, so an interrupted run still says what it
+        was), and at the end with ``end`` (finished, exit status, interrupted) and the cost."""
         targets = {n: {"description": getattr(t, "description", ""), "expected_scheme": getattr(t, "expected_scheme", None),
                        "versions": self.versions(n),
                        "devices": t.device_facts() if hasattr(t, "device_facts") else None}
                    for n, t in self.targets.items()}
-        options = {**self.opts.as_dict(), "report_dir": str(self.folder.path),
-                   "workers": getattr(o, "numprocesses", None), "filtered": self.filtered}
-        doc = run_info(run_id=self.run_id, options=options, targets=targets, unavailable=self.unavailable,
-                       started=self.started, command=[str(a) for a in self.config.invocation_params.args],
-                       cost=dict(self.run.stats) if self.run is not None and end else None, **end)
+        if not end:
+            options = {**self.opts.as_dict(), "report_dir": str(self.folder.path),
+                       "workers": getattr(self.config.option, "numprocesses", None), "filtered": self.filtered}
+            self._doc = run_info(run_id=self.run_id, options=options, targets=targets, unavailable=self.unavailable,
+                                 started=self.started, command=[str(a) for a in self.config.invocation_params.args])
+            doc = self._doc
+        else:   # (git and host facts as at the start)
+            cost = {k: round(float(v), 3) for k, v in (self.run.stats if self.run is not None else {}).items()}
+            doc = {**self._doc, **end, "targets": targets, "cost": cost}
         write_run_info(self.folder.path, doc)
         return doc
 
