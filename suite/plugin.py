@@ -21,7 +21,9 @@ from suite.cases.files import load_case_files
 from suite.cases.generate import generate, generator_ops
 from suite.core.case import Case
 from suite.core.errors import QconformError
+from suite.core.tolerance import load_policy
 from suite.core.verdict import Outcome, Status, Verdict
+from suite.core.waivers import load_waivers
 from suite.harness import resume as resume_mod
 from suite.harness.folder import DiskError, RunFolder, new_run_id
 from suite.harness.goldens import GoldenStore, folder_of
@@ -210,6 +212,7 @@ class QconformSession:
         self.cases: list[Case] | None = load_case_files(list(self.opts.case_files)) if self.opts.case_files else None
         if self.cases is not None and self.opts.ops:
             self.cases = [c for c in self.cases if c.op in self.opts.ops]
+        policy, waivers = load_policy(self.opts.tolerance_file), load_waivers(list(self.opts.waivers))
         if self.controller:
             self.run_id = self.resumed.run_id if self.resumed else new_run_id()
             self.folder = (RunFolder.resume(self.resumed.dir) if self.resumed
@@ -219,16 +222,18 @@ class QconformSession:
             self.run_id = self.worker_input["qconform_run_id"]
             self.folder = RunFolder.join(self.worker_input["qconform_dir"])
         self.run: Run | None = None
-        if not self.distributed and not _runs_no_tests(o):
-            store = GoldenStore(Path(self.opts.golden_cache)) if self.opts.golden_cache else None
-            try:
+        try:
+            if not self.distributed and not _runs_no_tests(o):
+                store = GoldenStore(Path(self.opts.golden_cache)) if self.opts.golden_cache else None
                 self.run = Run(self.opts, self.folder, self.targets, self.run_id, store,
-                               worker=(self.worker_input or {}).get("workerid"))
-            except BaseException:   # a bad --tolerance/--waivers file: no session, so the folder's lock goes now
-                self.folder.close()
-                raise
-        if self.controller:
-            self._write_run_info()
+                               worker=(self.worker_input or {}).get("workerid"), policy=policy, waivers=waivers)
+            if self.controller:
+                self._write_run_info()
+        except BaseException:   # no session: what was started ends now
+            if self.run is not None:
+                self.run.close()
+            self.folder.close()
+            raise
         self.interrupted = False
         self.report = None
         self._sigterm = None
@@ -347,8 +352,8 @@ class QconformSession:
         self.resumed.skipped = len(drop)
 
     def pytest_collection_finish(self, session):
-        if self.run is not None:
-            self.run.plan(p for p in map(_pair, session.items) if p)
+        if self.run is not None:   # (an xdist worker runs only the groups it is given: each when asked)
+            self.run.plan((p for p in map(_pair, session.items) if p), lazy=not self.controller)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):

@@ -72,7 +72,9 @@ def run_inprocess(pytester: pytest.Pytester, *args: str, report_dir: Path | None
     pytester.syspathinsert(ROOT)   # the tests.* targets, whatever the import mode
     rd = Path(report_dir) if report_dir not in (None, False, True) else pytester.path / "report"
     resumed = [Path(a.split("=", 1)[1]) for a in args if a.startswith("--resume=")]
-    given = report_dir is False or any(a.startswith("--report-dir") for a in args)
+    named = [Path(a.split("=", 1)[1]) for a in args if a.startswith("--report-dir=")]
+    given = report_dir is False or bool(named)
+    rd = named[-1] if named else rd
     full = [*([] if cacheprovider else ["-p", "no:cacheprovider"]),
             "-W", "ignore::pytest.PytestAssertRewriteWarning",   # (the suite's packages, imported already)
             *([] if resumed or given else [f"--report-dir={rd}"]), *args]

@@ -184,7 +184,7 @@ def test_xdist_keeps_each_op_target_group_on_one_worker(run_suite, tmp_path):
     verdicts are those of a run without xdist."""
     pytest.importorskip("xdist")
     args = ("--target=tflite-ref,ort", "--ops", "ADD,MUL,RELU", "--cases-per-op", "3")
-    proc, rd = run_suite(*args, "-n", "2", "-v", report_dir=tmp_path / "xdist")
+    proc, rd = run_suite(*args, "-n", "2", "-vv", report_dir=tmp_path / "xdist")
     assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "LoadScopeScheduling" in proc.stdout
     one, rd1 = run_suite(*args, report_dir=tmp_path / "one")

@@ -132,7 +132,7 @@ def test_isolation_none_and_isolate_false_run_in_process(tmp_path, monkeypatch):
         assert {i: v.status.value for i, v in verdicts.items() if v.status != "pass"} == {
             cases[1].id: "error", cases[3].id: "error", cases[4].id: "error"}
         assert {v.row["pid"] for v in verdicts.values() if v.status == "pass"} == {os.getpid()}
-        assert not any(k.startswith(("workers_started", "crashes", "timeouts")) for k in run.stats)
+        assert not any(name.startswith(("workers_started", "crashes", "timeouts")) for name in run.stats)
 
 
 # ----------------------------------------------------------------------------- a batch of several cases

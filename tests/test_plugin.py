@@ -106,23 +106,19 @@ def test_failure_message_and_reproduction(run, tmp_path):
 
 
 def test_unsupported_error_and_garbage_verdicts_are_distinct(run):
-    proc, rd = run("--target=tests.spine_targets:Refuses", "--ops", "ADD,MUL", "--cases-per-op", "3",
-                   "-k", "not qnn")
-    assert proc.returncode == 0
-    assert "3 passed, 3 skipped" in proc.stdout
+    refuses, raises, wrong = (f"tests.spine_targets:{c}" for c in ("Refuses", "Raises", "WrongShape"))
+    proc, rd = run(f"--target={refuses},{raises},{wrong}", "--ops", "ADD,MUL", "--cases-per-op", "2", "-k", "not qnn")
+    assert proc.returncode == 1
     rows = _rows(rd)
-    assert {r["status"] for r in rows if r["op"] == "MUL"} == {"unsupported"}
-    assert all("MUL is not implemented" in r["reason"] for r in rows if r["op"] == "MUL")
-
-    proc, rd = run("--target=tests.spine_targets:Raises", "--ops", "ADD", "--cases-per-op", "2", "-k", "not qnn")
-    assert "2 errors" in proc.stdout and proc.returncode == 1
-    assert {r["status"] for r in _rows(rd)} == {"error"}
-    assert "kernel exploded" in proc.stdout
-
-    proc, rd = run("--target=tests.spine_targets:WrongShape", "--ops", "ADD", "--cases-per-op", "2",
-                   "-k", "not qnn")
-    assert {r["status"] for r in _rows(rd)} == {"error"}
-    assert "shape" in _rows(rd)[0]["reason"]
+    by = {t: [r for r in rows if r["target"] == t] for t in (refuses, raises, wrong)}
+    assert {r["status"] for r in by[refuses] if r["op"] == "ADD"} == {"pass"}
+    assert {r["status"] for r in by[refuses] if r["op"] == "MUL"} == {"unsupported"}
+    assert all("MUL is not implemented" in r["reason"] for r in by[refuses] if r["op"] == "MUL")
+    assert {r["status"] for r in by[raises]} == {"error"} and "kernel exploded" in proc.stdout
+    assert {r["status"] for r in by[wrong]} == {"error"} and all("shape" in r["reason"] for r in by[wrong])
+    assert all(len(by[t]) == 4 for t in by)
+    # pass, skip and error, distinct in pytest's outcome too
+    proc.result.assert_outcomes(passed=2, skipped=2, errors=8)
 
 
 def test_case_file_folder_run_and_bad_file(run, tmp_path):
@@ -146,3 +142,22 @@ def test_project_tests_do_not_touch_the_default_report(pytester):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "qconform: run" not in proc.stdout
     assert not (pytester.path / "reports").exists() and not (pytester.path / "report").exists()
+
+
+def test_runxfail_shows_waived_failures_as_failures(run, tmp_path):
+    from suite.cases.generate import case_id, plan_ids
+    from tests.helper_targets import flipped
+    target = "tests.helper_targets:WrongTarget"
+    ids = [case_id(op, v, i) for op, v, i in plan_ids(["ADD"], 5)]
+    bad = [c for c in ids if flipped(c)]                       # the cases WrongTarget gets wrong
+    assert len(bad) >= 2
+    waivers = tmp_path / "w.toml"
+    waivers.write_text(f'format = "qconform-waivers/1"\ntarget = "{target}"\n[[waiver]]\ncase = "{bad[0]}"\n'
+                       f'reason = "known"\nversions = {{ helper = "1.*" }}\nexpires = 2099-12-31\n')
+    args = (f"--target={target}", "--ops", "ADD", "--cases-per-op", "5", f"--waivers={waivers}")
+    proc, rd = run(*args)
+    assert sorted(r["case_id"] for r in _rows(rd) if r["status"] in ("fail", "waived")) == sorted(bad)
+    proc.result.assert_outcomes(passed=len(ids) - len(bad), failed=len(bad) - 1, xfailed=1)
+    # --runxfail: "report the results of xfail tests as if they were not marked"
+    proc, _ = run(*args, "--runxfail")
+    proc.result.assert_outcomes(passed=len(ids) - len(bad), failed=len(bad))

@@ -79,6 +79,9 @@ def test_ssh_end_to_end_equals_local_htp(sshd, run_suite, tmp_path):
         assert remote[cid]["device_onnxruntime-qnn"] and remote[cid]["device_os"]
         assert remote[cid]["batch_round_trips"] == 4 and remote[cid]["retries"] == 0
     assert "device" in (rd_ssh / "summary.csv").read_text().splitlines()[0]
+    # each run in its own folder under its --report-dir: <dir>/runs/<run id>, <dir>/latest -> it
+    for d, rd in ((tmp_path / "local", rd_local), (tmp_path / "ssh", rd_ssh)):
+        assert rd.parent == d / "runs" and (d / "latest").resolve() == rd.resolve()
 
 
 def test_ssh_outputs_bit_identical_to_local_htp(sshd, tmp_path):

@@ -22,10 +22,11 @@ def _devices(tmp_path):
 
 def test_two_devices_two_workers_one_merged_report(run_suite, tmp_path):
     target = "htp" if get_target("htp").availability()[0] else "ort"
-    proc, rd = run_suite(f"--target={target}", "--ops", "ADD,MUL", "--cases-per-op", "3", "-v",
+    proc, rd = run_suite(f"--target={target}", "--ops", "ADD,MUL", "--cases-per-op", "3", "-vv",
                          *_devices(tmp_path))
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "created: 2/2 workers" in proc.stdout or "2 workers" in proc.stdout
+    assert "EachScheduling" in proc.stdout                    # --device-dist=each: --dist each
     rows = _rows(rd)
     by_dev = collections.defaultdict(list)
     for r in rows:
@@ -42,7 +43,8 @@ def test_two_devices_two_workers_one_merged_report(run_suite, tmp_path):
     va = {r["case_id"]: (r["status"], r.get("mismatches")) for r in by_dev["board-a"]}
     vb = {r["case_id"]: (r["status"], r.get("mismatches")) for r in by_dev["board-b"]}
     assert va == vb
-    # one merged report: one results.jsonl and a summary with a device column
+    # one merged report in one run folder: one results.jsonl and a summary with a device column
+    assert rd.parent.name == "runs" and (rd.parent.parent / "latest").resolve() == rd.resolve()
     with open(rd / "summary.csv") as f:
         table = list(csv.DictReader(f))
     assert {(t["op"], t["device"]) for t in table} == {(op, d) for op in ("ADD", "MUL")
@@ -52,17 +54,23 @@ def test_two_devices_two_workers_one_merged_report(run_suite, tmp_path):
 
 
 def test_shard_spreads_op_target_groups_over_devices(run_suite, tmp_path):
+    """--device-dist=shard: xdist's loadscope over the (op, target) classes: each group runs
+    whole, as batches, on one device; each case once; both devices work."""
     proc, rd = run_suite("--target=ort", "--ops", "ADD,SUB,MUL", "--cases-per-op", "3", "--device-dist=shard",
-                         *_devices(tmp_path))
+                         "-vv", *_devices(tmp_path))
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "LoadScopeScheduling" in proc.stdout
     rows = _rows(rd)
     ids = collections.Counter(r["case_id"] for r in rows)
-    assert max(ids.values()) == 1                              # each case once, on one device
+    assert max(ids.values()) == 1, [i for i, n in ids.items() if n > 1][:5]   # each case once, on one device
+    assert len(ids) >= 9
     groups = collections.defaultdict(set)
     for r in rows:
         groups[(r["op"], r["target"])].add((r["device"], r["worker"]))
-    assert all(len(g) == 1 for g in groups.values())           # a whole (op, target) group per device
+    assert set(groups) == {(op, "ort") for op in ("ADD", "SUB", "MUL")}
+    assert all(len(g) == 1 for g in groups.values()), groups  # a whole (op, target) group per device
     assert {d for g in groups.values() for d, _ in g} == {"board-a", "board-b"}
+    assert all((d, w) in (("board-a", "gw0"), ("board-b", "gw1")) for g in groups.values() for d, w in g)
 
 
 @pytest.mark.parametrize("extra, words", [

@@ -18,7 +18,7 @@ from suite.harness.run import Run
 from suite.plugin import SESSION
 from tests.conftest import rows_written as _rows
 from tests.fault_targets import Faulty, InProcessFaulty
-from tests.inprocess import run_inprocess
+from tests.inprocess import children, open_under, run_inprocess
 
 pytest_plugins = "pytester"
 
@@ -53,11 +53,13 @@ def faulty_run(request, tmp_path, monkeypatch):
     off = {cases[1].id, cases[-2].id}
     monkeypatch.setenv("QCONFORM_FAULTS", json.dumps({i: "off" for i in off}))
     t = request.param()
+    kids = children()
     opts = checked(targets=[t.name], batch_size=2, latency_cases=1, warmup=0, repeats=1)
     run = Run(opts, RunFolder.create(tmp_path / "report", "r1"), {t.name: t}, "r1")
     run.plan([(c, t.name) for c in cases])
     yield run, t.name, cases, off
     run.close()
+    assert not children() - kids and not open_under(tmp_path / "report")   # its worker ended, its files closed
 
 
 def test_tests_asking_out_of_plan_order_get_their_own_verdicts(faulty_run):
@@ -141,7 +143,7 @@ def test_a_pytest_that_runs_no_test_leaves_no_worker(pytester, started, how):
 def test_last_failed_plans_and_runs_only_the_tests_that_run(pytester, monkeypatch):
     planned = []
     plan = Run.plan
-    monkeypatch.setattr(Run, "plan", lambda self, pairs: plan(self, planned.extend(p := list(pairs)) or p))
+    monkeypatch.setattr(Run, "plan", lambda self, pairs, lazy=False: plan(self, planned.extend(p := list(pairs)) or p, lazy))
     args = ("--target=tests.spine_targets:OffByOne", "--ops", "ADD", "--cases-per-op", "6")
     first, rd1 = run_inprocess(pytester, *args, report_dir=pytester.path / "a", cacheprovider=True)
     assert first.returncode == 1

@@ -4,7 +4,6 @@ and adb (the real adb client against the stand-in server in tests/standins)."""
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -81,10 +80,8 @@ def _exercise(t, tmp_path: Path, root_name: str = NASTY_DIR):
     empty = tmp_path / "empty"
     t.pull(ws, empty)                       # a workspace that is gone pulls as nothing
     assert list(empty.iterdir()) == []
-    t0 = time.monotonic()
     res = t.run(["sleep", "60"], timeout=2)
-    assert res.timed_out or res.rc in (124, 137)
-    assert time.monotonic() - t0 < 30
+    assert res.timed_out or res.rc in (124, 137)          # stopped: `sleep 60` itself exits 0
 
 
 def test_local_transport(tmp_path):

@@ -28,10 +28,10 @@ from .options import RunOptions
 
 class Run:
     def __init__(self, opts: RunOptions, folder: RunFolder, targets: dict, run_id: str,
-                 golden_store=None, worker: str | None = None):
+                 golden_store=None, worker: str | None = None, policy=None, waivers=None):
         self.opts, self.folder, self.run_id = opts, folder, run_id
-        self.policy = load_policy(opts.tolerance_file)
-        self.waivers = load_waivers(list(opts.waivers))
+        self.policy = policy if policy is not None else load_policy(opts.tolerance_file)
+        self.waivers = waivers if waivers is not None else load_waivers(list(opts.waivers))
         self.targets = targets
         # native targets' worker processes start now: they import their runtimes meanwhile
         self.executors = {n: executor_for(t, opts.isolation, opts.timeout, opts.ahead) for n, t in targets.items()}
@@ -40,7 +40,8 @@ class Run:
                            run_id=run_id, seed=opts.seed, worker=worker)
         self.timing = Timing(warmup=opts.warmup, repeats=opts.repeats)
         self._versions: dict[str, dict[str, str]] = {}
-        self._queued: dict[str, set[str]] = defaultdict(set)   # target -> ids of its queued cases
+        self._queued: dict[str, set[str]] = defaultdict(set)   # target -> ids of its planned cases
+        self._groups: dict[tuple[str, str], list[Case]] = {}   # lazy plan: (target, op) -> cases
         self._verdicts: dict[tuple[str, str], Verdict | Exception] = {}   # judged, not yet asked for
         self.stats: Counter = Counter()
 
@@ -49,25 +50,34 @@ class Run:
             self._versions[target] = self.executors[target].versions()
         return self._versions[target]
 
-    def plan(self, pairs) -> None:
+    def plan(self, pairs, lazy: bool = False) -> None:
         """Queue the (case, target) pairs this process's tests will ask for, in their order, as
-        batches of (op, target) groups."""
-        groups: dict[str, dict[str, list[Case]]] = defaultdict(lambda: defaultdict(list))
+        batches of (op, target) groups. ``lazy`` (a pytest-xdist worker, which is given only some
+        of the groups it collected): a group is queued when its first test asks."""
+        groups: dict[tuple[str, str], list[Case]] = defaultdict(list)
         for case, target in pairs:
             if case.id not in self._queued[target]:
-                groups[target][case.op].append(case)
+                groups[(target, case.op)].append(case)
                 self._queued[target].add(case.id)
-        lat, size = self.opts.latency_cases, self.opts.batch_size
-        for target, ops in groups.items():
-            for cases in ops.values():   # the first batch: the latency singles and a batch
-                self.executors[target].submit(cases[:lat + size], min(lat, len(cases)), self.timing)
-                for i in range(lat + size, len(cases), size):
-                    self.executors[target].submit(cases[i:i + size], 0, self.timing)
+        if lazy:
+            self._groups.update(groups)
+            return
+        for (target, _), cases in groups.items():
+            self._submit_group(target, cases)
+
+    def _submit_group(self, target: str, cases: list[Case]) -> None:
+        lat, size = self.opts.latency_cases, self.opts.batch_size   # first: the latency singles and a batch
+        self.executors[target].submit(cases[:lat + size], min(lat, len(cases)), self.timing)
+        for i in range(lat + size, len(cases), size):
+            self.executors[target].submit(cases[i:i + size], 0, self.timing)
 
     def verdict(self, case: Case, target: str) -> Verdict:
         key = (target, case.id)
         while key not in self._verdicts:
-            if case.id not in self._queued[target]:   # not planned, or asked again (a re-run)
+            group = self._groups.pop((target, case.op), None)
+            if group is not None:   # (lazy plan) the group's first test
+                self._submit_group(target, group)
+            elif case.id not in self._queued[target]:   # not planned, or asked again (a re-run)
                 self._queued[target].add(case.id)
                 self.executors[target].submit([case], 1, self.timing)
             self._next_batch(target)

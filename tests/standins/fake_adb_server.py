@@ -274,7 +274,9 @@ class FakeAdbServer:
             if v2:
                 sock.sendall(struct.pack("<BI", ID_STDERR, len(msg)) + msg + struct.pack("<BI", ID_EXIT, 1) + b"\x01")
             return
-        started = time.time()
+        fault = self._fault if self._fault is not None and self._fault["command"] in cmd else None
+        # files there before the command started do not count (by name, not by a clock's mtime)
+        before = set(dev.folder.glob(fault["pattern"])) if fault is not None else set()
         p = subprocess.Popen(["sh", "-c", dev.rewrite(cmd)], cwd=dev.folder, stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         send_lock = threading.Lock()
@@ -308,10 +310,9 @@ class FakeAdbServer:
         for t in pumps:
             t.start()
         threading.Thread(target=drain, daemon=True).start()
-        fault = self._fault if self._fault is not None and self._fault["command"] in cmd else None
         while p.poll() is None:
             if fault is not None and fault["times"] > 0:
-                n = sum(1 for f in dev.folder.glob(fault["pattern"]) if _mtime(f) >= started)
+                n = len(set(dev.folder.glob(fault["pattern"])) - before)
                 if n >= fault["n"]:
                     with self._lock:
                         fault["times"] -= 1
@@ -324,7 +325,7 @@ class FakeAdbServer:
                     except OSError:
                         pass
                     # counted again with nothing left running: what the host can still pull
-                    n = sum(1 for f in dev.folder.glob(fault["pattern"]) if _mtime(f) >= started)
+                    n = len(set(dev.folder.glob(fault["pattern"])) - before)
                     dev.dropped_after.append(n)
                     self.log.append(f"[{dev.serial}] DROPPED after {n} files")
                     return
@@ -451,13 +452,6 @@ class FakeAdbServer:
             chunk = data[i:i + SYNC_DATA_MAX]
             sock.sendall(b"DATA" + struct.pack("<I", len(chunk)) + chunk)
         sock.sendall(b"DONE" + bytes(4))
-
-
-def _mtime(f: Path) -> float:
-    try:
-        return f.stat().st_mtime
-    except OSError:   # removed meanwhile
-        return 0.0
 
 
 def _session(sid: int) -> list[int]:
