@@ -20,7 +20,8 @@ from suite.harness.goldens import GoldenStore
 from targets.base import Outcome
 
 SCHEME = "tflite-ref-double"
-LABELS = ["cold", "default", "--ahead 0", "--golden-cache off", "no golden memo"]
+LABELS = ["cold", "default", "--ahead 0", "--golden-cache off", "no golden memo", "goldens cold",
+          "goldens cold, no golden memo"]
 
 
 def test_benchmark_cases_follow_the_spec():
@@ -120,7 +121,7 @@ def test_bench_command_prints_every_part(qconform_cli, tmp_path):
         assert label in p.stdout
     assert suite["outcomes_identical"] and suite["mismatches"] == []
     runs = [run for r in rows for run in r["runs"]]
-    assert len(runs) == 5 and all(len(r["runs"]) == 1 for r in rows)
+    assert len(runs) == len(LABELS) and all(len(r["runs"]) == 1 for r in rows)
     assert len({run["outcome"] for run in runs}) == 1 and "passed" in runs[0]["outcome"]
     assert len({json.dumps(run["counts"], sort_keys=True) for run in runs}) == 1 and runs[0]["counts"]
     assert all(run["exit_status"] in (0, 1) for run in runs)
@@ -130,6 +131,7 @@ def test_bench_command_prints_every_part(qconform_cli, tmp_path):
     assert byl["--ahead 0"]["args"] == ["--ahead", "0"]
     assert byl["--golden-cache off"]["args"] == ["--golden-cache=off"]
     assert byl["no golden memo"]["args"] == ["-p", "suite.bench.no_memo"]
+    assert byl["goldens cold, no golden memo"]["args"] == ["--golden-cache=<an empty folder>", "-p", "suite.bench.no_memo"]
     assert any("--golden-cache=off" in a for a in byl["--golden-cache off"]["runs"][0]["command"])
     for r in rows:
         assert r["median_s"] > 0 and r["min_s"] <= r["median_s"] <= r["max_s"]

@@ -49,14 +49,19 @@ class Variant:
     args: tuple[str, ...] = ()   # pytest arguments added to the default run's
     golden_cache: bool = True    # False: --golden-cache=off instead of the bench's store
     qnn_cache: bool = True       # False: --cache-dir=off instead of the bench's cache
+    golden_fresh: bool = False   # True: an empty golden store of its own (the goldens computed in the run)
+    versus: str = "default"      # the variant whose median its % is measured against
 
 
 DEFAULT = Variant("default")
+GOLDENS_COLD = Variant("goldens cold", golden_fresh=True)
 VARIANTS = (
     DEFAULT,
     Variant("--ahead 0", ("--ahead", "0")),
     Variant("--golden-cache off", golden_cache=False),
     Variant("no golden memo", ("-p", NO_MEMO_PLUGIN)),
+    GOLDENS_COLD,
+    Variant("goldens cold, no golden memo", ("-p", NO_MEMO_PLUGIN), golden_fresh=True, versus=GOLDENS_COLD.label),
 )
 UNBATCHED = Variant("--batch-size 1, no QNN cache", ("--batch-size", "1"), qnn_cache=False)
 COLD = "cold"
@@ -87,7 +92,8 @@ class VariantRow:
     median_s: float | None = None
     min_s: float | None = None
     max_s: float | None = None
-    pct_vs_default: float | None = None   # (median - default's median) / default's median, in %
+    pct_vs_default: float | None = None   # (median - its baseline's median) / the baseline's, in % (the
+                                          # baseline: "default", or the variant's own ``versus``)
     outcome: str = ""
     in_run_s: float | None = None          # median of run.json's cost.wall_s (whole seconds)
 
@@ -114,9 +120,10 @@ def outcome_line(stdout: str) -> str:
 
 def command(variant: Variant, cache: Path, report: Path, targets: str | None = None, workers: int = 0,
             cases_per_op: int | None = None, ops: list[str] | None = None) -> list[str]:
+    golden = (report / "golden") if variant.golden_fresh else (cache / "golden")
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--report-dir={report}",
            f"--cache-dir={cache / 'qnn' if variant.qnn_cache else 'off'}",
-           f"--golden-cache={cache / 'golden' if variant.golden_cache else 'off'}"]
+           f"--golden-cache={golden if variant.golden_cache else 'off'}"]
     if targets:
         cmd.append(f"--target={targets}")
     if workers:
@@ -183,8 +190,9 @@ def run_variants(targets: str | None = None, workers: int = 0, cases_per_op: int
         row.median_s, row.min_s, row.max_s = _median(walls), min(walls), max(walls)
         row.outcome = row.runs[0].outcome
         row.in_run_s = _median([r.cost["wall_s"] for r in row.runs if r.cost and r.cost.get("wall_s") is not None])
-    base = rows[DEFAULT.label].median_s
-    for row in rows.values():
+    versus = {v.label: v.versus for v in variants}
+    for label, row in rows.items():
+        base = rows[versus.get(label, DEFAULT.label)].median_s
         if base:
             row.pct_vs_default = round(100.0 * (row.median_s - base) / base, 1)
     return [rows[COLD]] + [rows[v.label] for v in variants]
@@ -192,7 +200,7 @@ def run_variants(targets: str | None = None, workers: int = 0, cases_per_op: int
 
 def _variant_args(v: Variant) -> list[str]:
     return ([] if v.qnn_cache else ["--cache-dir=off"]) + ([] if v.golden_cache else ["--golden-cache=off"]) \
-        + list(v.args)
+        + (["--golden-cache=<an empty folder>"] if v.golden_fresh else []) + list(v.args)
 
 
 def mismatches(rows: list[VariantRow]) -> list[str]:
@@ -218,10 +226,10 @@ def mismatches(rows: list[VariantRow]) -> list[str]:
 
 
 def table(rows: list[VariantRow]) -> str:
-    head = f"{'variant':<30} {'runs':>4} {'median s':>9} {'min s':>7} {'max s':>7} {'vs default':>10}  outcome"
+    head = f"{'variant':<30} {'runs':>4} {'median s':>9} {'min s':>7} {'max s':>7} {'vs base':>10}  outcome"
     lines = [head, "-" * len(head)]
     for r in rows:
-        pct = "-" if r.label == DEFAULT.label or r.pct_vs_default is None else f"{r.pct_vs_default:+.1f}%"
+        pct = "-" if r.pct_vs_default is None else f"{r.pct_vs_default:+.1f}%"
         lines.append(f"{r.label:<30} {len(r.runs):>4} {r.median_s:>9.2f} {r.min_s:>7.2f} {r.max_s:>7.2f} "
                      f"{pct:>10}  {r.outcome}")
     return "\n".join(lines)
