@@ -12,6 +12,7 @@ import argparse
 import importlib
 import pkgutil
 import sys
+from pathlib import Path
 
 from suite import __version__, commands
 from suite.core.errors import QconformError
@@ -30,6 +31,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # `--target pkg.mod:Class` imports from the current folder, as `pytest` (rootdir) and
+    # `python -m` do: the installed `qconform` script alone would not look there
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

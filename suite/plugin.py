@@ -8,6 +8,7 @@ for it. Every option is in the "qconform" group of ``pytest --help``.
 
 from __future__ import annotations
 
+import hashlib
 import signal
 from pathlib import Path
 
@@ -25,9 +26,10 @@ from suite.core.tolerance import load_policy
 from suite.core.verdict import Outcome, Status, Verdict
 from suite.core.waivers import load_waivers
 from suite.harness import resume as resume_mod
-from suite.harness.folder import DiskError, RunFolder, new_run_id
+from suite.harness.folder import DiskError, RunFolder, new_run_id, write_whole
 from suite.harness.goldens import GoldenStore, folder_of
 from suite.harness.options import DEFAULT_REPORT_ROOT, RunOptions, checked, split_list
+from suite.harness.repro import TOLERANCE_COPY, check_reruns
 from suite.harness.run import Run
 from targets import DEFAULT_TARGETS, get_target
 from targets.remote import device_for_process, device_targets, plan_workers
@@ -213,11 +215,25 @@ class QconformSession:
         if self.cases is not None and self.opts.ops:
             self.cases = [c for c in self.cases if c.op in self.opts.ops]
         policy, waivers = load_policy(self.opts.tolerance_file), load_waivers(list(self.opts.waivers))
+        # the policy is judged by its exact text: its SHA-256 goes into run.json and every failure file
+        policy_text = Path(policy.source).read_bytes()
+        self.tolerance_digest = hashlib.sha256(policy_text).hexdigest()
+        # failure files given again must be judged as their run judged them (suite/harness/repro.py)
+        self.reruns = check_reruns(list(self.opts.case_files), targets=list(self.targets), scheme=self.opts.scheme,
+                                   tolerance_digest=self.tolerance_digest, device=self.device_text,
+                                   timeout=self.opts.timeout) if self.opts.case_files else []
+        if self.resumed is not None and self.resumed.options.get("tolerance_digest") not in (None, self.tolerance_digest):
+            raise QconformError("was judged under another tolerance policy (sha256 "
+                                f"{self.resumed.options['tolerance_digest'][:12]}...): give --tolerance="
+                                f"{Path(self.resumed.dir) / TOLERANCE_COPY}", source=str(self.resumed.dir),
+                                field="--resume", rule="a resumed run keeps its tolerance policy")
         if self.controller:
             self.run_id = self.resumed.run_id if self.resumed else new_run_id()
             self.folder = (RunFolder.resume(self.resumed.dir) if self.resumed
                            else RunFolder.create(o.report_dir or DEFAULT_REPORT_ROOT, self.run_id))
             self.started = (self.resumed.started if self.resumed else None) or now()
+            if self.resumed is None:
+                write_whole(self.folder.path / TOLERANCE_COPY, policy_text)
         else:
             self.run_id = self.worker_input["qconform_run_id"]
             self.folder = RunFolder.join(self.worker_input["qconform_dir"])
@@ -226,7 +242,8 @@ class QconformSession:
             if not self.distributed and not _runs_no_tests(o):
                 store = GoldenStore(Path(self.opts.golden_cache)) if self.opts.golden_cache else None
                 self.run = Run(self.opts, self.folder, self.targets, self.run_id, store,
-                               worker=(self.worker_input or {}).get("workerid"), policy=policy, waivers=waivers)
+                               worker=(self.worker_input or {}).get("workerid"), policy=policy, waivers=waivers,
+                               tolerance=(str(self.folder.path / TOLERANCE_COPY), self.tolerance_digest))
             if self.controller:
                 self._write_run_info()
         except BaseException:   # no session: what was started ends now
@@ -239,6 +256,16 @@ class QconformSession:
         self._sigterm = None
         if self.controller:   # SIGTERM (what CI sends) ends the run as Ctrl-C does: reports written
             self._sigterm = signal.signal(signal.SIGTERM, _raise_interrupt)
+
+    @property
+    def device_text(self) -> str | None:
+        """The --device string of the device this process drives (None: this machine, or an
+        xdist controller of several)."""
+        o = self.config.option
+        if not o.device:
+            return None
+        dev = device_for_process(parse_device_list(o.device), self.worker_input)
+        return dev.text if dev is not None else None
 
     def _targets(self, names):
         """The targets by name (bound to this process's device with --device), and the default
@@ -280,7 +307,9 @@ class QconformSession:
                    for n, t in self.targets.items()}
         if not end:
             options = {**self.opts.as_dict(), "report_dir": str(self.folder.path),
-                       "workers": getattr(self.config.option, "numprocesses", None), "filtered": self.filtered}
+                       "workers": getattr(self.config.option, "numprocesses", None), "filtered": self.filtered,
+                       "tolerance_digest": self.tolerance_digest,
+                       "tolerance_copy": str(self.folder.path / TOLERANCE_COPY)}
             self._doc = run_info(run_id=self.run_id, options=options, targets=targets, unavailable=self.unavailable,
                                  started=self.started, command=[str(a) for a in self.config.invocation_params.args])
             doc = self._doc
@@ -303,6 +332,10 @@ class QconformSession:
                  f"scheme={self.opts.scheme}"]
         lines += [f"  target {n}: " + ", ".join(f"{k} {v}" for k, v in self.versions(n).items()) for n in self.targets]
         lines += [f"  target {n}: unavailable ({why})" for n, why in self.unavailable.items()]
+        for path, j in self.reruns:   # another runtime release may fix (or break) it: said, not refused
+            if j.get("target") in self.targets and j.get("versions") != self.versions(j["target"]):
+                lines.append(f"  note: {path} was judged with {j.get('versions')}; this run has "
+                             f"{self.versions(j['target'])}")
         if not self.targets:
             lines.append("  no target is available: see `qconform targets`")
         return lines

@@ -89,7 +89,8 @@ def test_failure_message_and_reproduction(run, tmp_path):
     assert f"{r['case_id']} on tests.spine_targets:OffByOne" in proc.stdout
     assert f"first mismatch output 0 index {r['first_index']}: got {r['got']}, want {r['want']}" in proc.stdout
     assert f"reproduce: {r['repro']}" in proc.stdout
-    assert r["repro"].startswith("pytest --target=tests.spine_targets:OffByOne --case-file=")
+    assert r["repro"].startswith("pytest --target=tests.spine_targets:OffByOne --scheme=tflite-ref-double "
+                                 "--tolerance=") and f"--case-file={r['failure_file']}" in r["repro"]
     saved = json.loads(open(r["failure_file"]).read())
     assert "got" in saved and "want" in saved and saved["got"] != saved["want"]
     # the printed command reproduces the failure on its own: the same mismatch, the same row

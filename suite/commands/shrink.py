@@ -1,17 +1,22 @@
-"""``qconform shrink CASE.json --target X``: the smallest sub-case that still fails on X."""
+"""``qconform shrink FAILURE.json``: the smallest sub-case that still fails, judged as the run did.
+
+A failure file carries what judged it (its ``judged`` section, suite/harness/repro.py): the
+target, device, scheme, tolerance policy and time limit are taken from there, and an option that
+contradicts them is refused. A plain case file needs ``--target`` (and takes the defaults)."""
 
 from __future__ import annotations
 
 import json
-import os
-import shlex
 import sys
 from pathlib import Path
 
-from reference.schemes import kernel_schemes
+from reference.schemes import DEFAULT_SCHEME, kernel_schemes
 from suite.core.case import load_case
 from suite.core.errors import QconformError
 from suite.core.spec import check_case
+from suite.core.tolerance import DEFAULT_FILE
+from suite.harness.folder import write_whole
+from suite.harness.repro import JUDGED, differences, digest_of, read_judged, repro_command
 from suite.harness.shrink import make_judge, shrink, shrunk_document
 
 
@@ -21,15 +26,19 @@ def register(sub):
                                    "then search smaller sub-cases (fewer elements, smaller shapes, same values) that "
                                    "still fail, and save the smallest as a case file with got and want.")
     p.add_argument("case", metavar="CASE.json", help="the failing case file")
-    p.add_argument("--target", help="the target it fails on (default: the failure file's 'target')")
+    p.add_argument("--target", help="the target it fails on (default: the failure file's)")
+    p.add_argument("--device", help="the device it runs on (default: the failure file's)")
     p.add_argument("-o", "--output", metavar="FILE", help="where the shrunk case goes (default <CASE>.shrunk.json)")
-    p.add_argument("--tolerance", metavar="FILE", help="tolerance policy (default suite/core/tolerances.toml)")
-    p.add_argument("--scheme", help="requantization scheme of the golden (default tflite-ref-double)")
+    p.add_argument("--tolerance", metavar="FILE", help="tolerance policy (default: the failure file's, else "
+                                                         "suite/core/tolerances.toml)")
+    p.add_argument("--scheme", help="requantization scheme of the golden (default: the failure file's, else "
+                                    "tflite-ref-double)")
     p.add_argument("--any-mismatch", action="store_true",
                    help="shrink while any element differs (default: while the verdict is a failure)")
     p.add_argument("--max-runs", type=int, default=200, metavar="N", help="target runs at most (default 200)")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="per-run time limit of a target in a worker process (default 60): a hang is a timeout")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="per-run time limit of a target in a worker process (default: the failure file's, "
+                        "else 60): a hang is a timeout")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=run)
 
@@ -42,23 +51,34 @@ def run(args) -> int:
         pr = problems[0]
         raise QconformError(f"{pr.message} [{pr.clause}]", source=str(src), field=pr.field,
                             rule="the case must follow its spec table")
-    target = args.target
-    if not target:
-        try:
-            target = json.loads(src.read_text()).get("target")
-        except (OSError, ValueError):
-            target = None
+    judged = read_judged(src)
+    target = args.target or (judged or {}).get("target")
     if not target:
         raise QconformError("name the target (--target X): the case file does not say", field="--target")
     if args.max_runs < 1:
         raise QconformError(f"must be >= 1 (got {args.max_runs})", field="--max-runs")
-    if args.scheme is not None:   # else every sub-case "does not fail": the golden raises on an unknown name
-        if args.scheme not in kernel_schemes():
-            raise QconformError(f"unknown or non-kernel scheme '{args.scheme}' (known: "
-                                f"{', '.join(kernel_schemes())})", field="--scheme")
-    if not args.timeout > 0:
-        raise QconformError(f"must be > 0 seconds (got {args.timeout})", field="--timeout")
-    judge = make_judge(target, args.tolerance, args.scheme, args.any_mismatch, timeout=args.timeout)
+    own = judged is not None and judged.get("target") == target   # a rerun: judged as the run did
+    scheme = args.scheme or (judged["scheme"] if own else DEFAULT_SCHEME)
+    tolerance = args.tolerance or (judged["tolerance"]["file"] if own else None)
+    timeout = args.timeout if args.timeout is not None else (float(judged["timeout"]) if own else 60.0)
+    device = args.device or (judged.get("device") if own else None)
+    if scheme not in kernel_schemes():   # else every sub-case "does not fail": the golden raises on an unknown name
+        raise QconformError(f"unknown or non-kernel scheme '{scheme}' (known: {', '.join(kernel_schemes())})",
+                            field="--scheme")
+    if not 0 < timeout < float("inf"):
+        raise QconformError(f"must be a finite number of seconds > 0 (got {timeout})", field="--timeout")
+    if own:
+        try:
+            digest = digest_of(tolerance)
+        except OSError as e:
+            raise QconformError(f"cannot read the tolerance policy it was judged under: {e.strerror}",
+                                source=str(tolerance), field="--tolerance",
+                                rule=f"give --tolerance FILE with sha256 {judged['tolerance']['sha256']}") from None
+        diff = differences(judged, scheme=scheme, tolerance_digest=digest, device=device, timeout=timeout)
+        if diff:
+            raise QconformError(f"would be judged with {'; '.join(diff)}", source=str(src), field="judged",
+                                rule="a failure is shrunk under the settings that judged it")
+    judge = make_judge(target, tolerance, scheme, args.any_mismatch, timeout=timeout, device=device)
     log = (lambda s: None) if args.quiet else (lambda s: print(f"  {s}", file=sys.stderr))
     try:
         res = shrink(case, judge, max_runs=args.max_runs, log=log)
@@ -66,14 +86,14 @@ def run(args) -> int:
         judge.close()   # the isolation worker (a crash or hang ends only it) and the target
     out = Path(args.output) if args.output else src.with_name(src.stem.removesuffix(".shrunk") + ".shrunk.json")
     doc = shrunk_document(res, target)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
-    os.replace(tmp, out)
+    if own:   # the shrunk case is judged as the failure was: the same strict repro
+        doc[JUDGED] = {**judged, "status": res.judgement.status}
+    write_whole(out, (json.dumps(doc, separators=(",", ":")) + "\n").encode())
     print(f"{case.id} on {target}: {res.before} -> {res.after} elements "
           f"(output {list(case.outputs[0].shape)} -> {list(res.case.outputs[0].shape)}) in {res.runs} runs; "
           f"still {res.judgement.status}: {res.judgement.reason}")
     print(f"wrote {out}")
-    print(f"reproduce: pytest --target={shlex.quote(target)} --case-file={shlex.quote(str(out))} "
-          f"--report-dir=/tmp/qconform-repro")
+    judged_as = doc.get(JUDGED) or {"target": target, "device": device, "scheme": scheme, "timeout": timeout,
+                                    "tolerance": {"file": tolerance or str(DEFAULT_FILE)}}
+    print(f"reproduce: {repro_command(judged_as, out)}")
     return 0

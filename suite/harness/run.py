@@ -10,12 +10,11 @@ test takes it.
 
 from __future__ import annotations
 
-import shlex
 import time
 from collections import Counter, defaultdict
 
 from suite.core.case import Case
-from suite.core.tolerance import load_policy
+from suite.core.tolerance import DEFAULT_FILE, load_policy
 from suite.core.verdict import Verdict
 from suite.core.waivers import load_waivers
 from targets.base import Timing
@@ -24,12 +23,17 @@ from .folder import RunFolder
 from .isolation import executor_for
 from .judge import Goldens, Judge
 from .options import RunOptions
+from .repro import JUDGED, digest_of, judged_section, repro_command
 
 
 class Run:
     def __init__(self, opts: RunOptions, folder: RunFolder, targets: dict, run_id: str,
-                 golden_store=None, worker: str | None = None, policy=None, waivers=None):
+                 golden_store=None, worker: str | None = None, policy=None, waivers=None,
+                 tolerance: tuple[str, str] | None = None):
         self.opts, self.folder, self.run_id = opts, folder, run_id
+        # the policy as its failures will name it: the run folder's copy and its SHA-256 (suite/harness/repro.py)
+        self.tolerance = tolerance or (str(opts.tolerance_file or DEFAULT_FILE),
+                                       digest_of(opts.tolerance_file or DEFAULT_FILE))
         self.policy = policy if policy is not None else load_policy(opts.tolerance_file)
         self.waivers = waivers if waivers is not None else load_waivers(list(opts.waivers))
         self.targets = targets
@@ -102,14 +106,23 @@ class Run:
 
     def _judged(self, case: Case, target: str, o, versions) -> Verdict:
         v, failure = self.judge(case, target, o, versions)
-        if failure is not None:
+        if failure is not None:   # the case with got, want and what judged it (suite/harness/repro.py)
             path = self.folder.failure_path(target, case.id)
+            failure[JUDGED] = self._judged_section(target, v, versions)
             self.folder.write_json(path, failure)
             v.row["failure_file"] = str(path)
-            v.row["repro"] = repro_command(case, target, path)
+            v.row["repro"] = repro_command(failure[JUDGED], path)
             v.message += f"\nreproduce: {v.row['repro']}"
         self.folder.append(v.row)
         return v
+
+    def _judged_section(self, target: str, v: Verdict, versions: dict[str, str]) -> dict:
+        device = getattr(getattr(self.targets[target], "device", None), "text", None) or None
+        return judged_section(target=target, device=device, scheme=self.opts.scheme,
+                              tolerance_file=self.tolerance[0], tolerance_digest=self.tolerance[1],
+                              timeout=self.opts.timeout, seed=self.opts.seed, cases_per_op=self.opts.cases_per_op,
+                              run_id=self.run_id, status=v.status.value, versions=versions, finding=v.finding,
+                              rule=v.row.get("tolerance_rule"))
 
     def close(self) -> None:
         """End the targets' workers, store the new goldens, close the results file (once)."""
@@ -121,8 +134,3 @@ class Run:
         if self.goldens.store is not None:
             self.goldens.flush()
         self.folder.close()
-
-
-def repro_command(case: Case, target: str, failure_file) -> str:
-    return (f"pytest --target={shlex.quote(target)} --case-file={shlex.quote(str(failure_file))} "
-            f"--report-dir=/tmp/qconform-repro")

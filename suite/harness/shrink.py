@@ -38,6 +38,8 @@ from suite.core.tolerance import load_policy
 from suite.core.verdict import Status
 from suite.core.waivers import Waivers
 from targets import get_target
+from targets.remote import device_targets
+from targets.transport import parse_device
 from targets.base import Timing
 
 from .isolation import executor_for
@@ -281,14 +283,20 @@ class ShrinkResult:
 
 def make_judge(target: str, tolerance_file: str | None = None, scheme: str | None = None,
                any_mismatch: bool = False, target_obj=None, isolation: str = "process",
-               timeout: float = 60.0) -> Callable[[Case], Judgement]:
+               timeout: float = 60.0, device: str | None = None) -> Callable[[Case], Judgement]:
     """judge(case) -> Judgement: run the case on the target and give the suite's verdict, by the
     run's own judge (suite/harness/judge.py: the same golden, tolerance and scheme).
 
     As in a run, a native target runs in a worker process (``isolation="process"``): a case
     that crashes or hangs it is a ``crash`` / ``timeout`` judgement, not the end of the shrink.
     ``judge.close()`` ends the worker and the target."""
-    t = target_obj if target_obj is not None else get_target(target)
+    if target_obj is not None:
+        t = target_obj
+    elif device:   # the target bound to the device, as a run binds it (availability checked there)
+        spec = parse_device(device)
+        t = device_targets([target], spec, [spec])[target]
+    else:
+        t = get_target(target)
     ok, why = t.availability()
     if not ok:
         raise QconformError(f"target '{target}' is not available on this machine: {why}", field="--target")
