@@ -106,25 +106,33 @@ def srdhm(a, b) -> np.ndarray:
     return np.where(overflow, INT32_MAX, q)
 
 
-def rdbpot(x, exponent) -> np.ndarray:
-    """gemmlowp RoundingDivideByPOT: x / 2^exponent, ties away from zero."""
+def rdbpot(x, exponent, half_up: bool = False) -> np.ndarray:
+    """gemmlowp RoundingDivideByPOT: x / 2^exponent, ties away from zero.
+
+    ``half_up``: ties toward +inf instead, (x + 2^(exponent-1)) >> exponent, as ARM's rounding
+    shifts (SRSHL / SRSHR, NEON ``vrshlq_s32`` / ``vrshrq_n_s32``) do without gemmlowp's fixup
+    of negative values: -2.5 -> -2 where gemmlowp gives -3.
+    """
     x, exponent = as_i64(x), as_i64(exponent)
+    if half_up:
+        return (x + ((np.int64(1) << exponent) >> 1)) >> exponent
     mask = (np.int64(1) << exponent) - 1
     remainder = x & mask
     threshold = (mask >> 1) + (x < 0)
     return (x >> exponent) + (remainder > threshold)
 
 
-def mbqm_double(x, m, shift) -> np.ndarray:
+def mbqm_double(x, m, shift, half_up: bool = False) -> np.ndarray:
     """MultiplyByQuantizedMultiplier, default build (two rounding steps).
 
     RDBPOT(SRDHM(x * 2^max(shift, 0), m), max(-shift, 0)); the left shift is a
-    plain int32 multiply that wraps.
+    plain int32 multiply that wraps. ``half_up``: the final shift rounds ties toward +inf
+    (see :func:`rdbpot`); SRDHM already does (it is ARM's SQRDMULH).
     """
     x, m, shift = as_i64(x), as_i64(m), as_i64(shift)
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
-    return rdbpot(srdhm(wrap_int32(x << left), m), right)
+    return rdbpot(srdhm(wrap_int32(x << left), m), right, half_up)
 
 
 def mbqm_single(x, m, shift) -> np.ndarray:
@@ -138,15 +146,16 @@ def mbqm_single(x, m, shift) -> np.ndarray:
     return (x * m + rnd) >> total
 
 
-def mbqm(x, m, shift, single_rounding: bool = False) -> np.ndarray:
-    return mbqm_single(x, m, shift) if single_rounding else mbqm_double(x, m, shift)
+def mbqm(x, m, shift, single_rounding: bool = False, half_up: bool = False) -> np.ndarray:
+    """MultiplyByQuantizedMultiplier of either build (``half_up``: see :func:`mbqm_double`)."""
+    return mbqm_single(x, m, shift) if single_rounding else mbqm_double(x, m, shift, half_up)
 
 
-def mbqm_smaller_than_one_exp(x, m, shift, single_rounding: bool = False) -> np.ndarray:
+def mbqm_smaller_than_one_exp(x, m, shift, single_rounding: bool = False, half_up: bool = False) -> np.ndarray:
     """MultiplyByQuantizedMultiplierSmallerThanOneExp (double build: RDBPOT(SRDHM(x, m), -shift))."""
     if single_rounding:
         return mbqm_single(x, m, shift)
-    return rdbpot(srdhm(x, m), -as_i64(shift))
+    return rdbpot(srdhm(x, m), -as_i64(shift), half_up)
 
 
 def mbqm_greater_than_one(x, m, shift, single_rounding: bool = False) -> np.ndarray:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from suite.core.dtypes import DTYPES
+from suite.core.errors import QconformError
 
 from reference import arith
 
@@ -39,3 +40,16 @@ def act_range(case, out) -> tuple[int, int]:
 def dequantize(t, dtype=np.float64) -> np.ndarray:
     s, z = t.broadcast_qparams()
     return ((q(t) - z) * s.astype(np.float32).astype(dtype)).astype(dtype)
+
+
+def binary_operands(case):
+    """The two inputs of an elementwise binary op, checked to broadcast (NumPy's rules, as LiteRT's
+    BroadcastBinaryOpSimple): a case whose shapes do not is a QconformError naming the field, not
+    a ValueError from inside the golden (the output's shape is checked where the result is laid out)."""
+    a, b = case.inputs[0], case.inputs[1]
+    try:
+        np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+    except ValueError:
+        raise QconformError(f"{list(a.shape)} and {list(b.shape)} do not broadcast", field="inputs[1].shape",
+                            rule=f"{case.op} inputs broadcast to one shape") from None
+    return a, b

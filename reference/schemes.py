@@ -9,7 +9,9 @@ can say which arithmetic a target's kernel matches.
 Writing an op's golden against a scheme:
 
 * ``scheme.is_fixed``: reproduce LiteRT's reference kernel (quantized multipliers,
-  ``scheme.single_rounding`` selects MultiplyByQuantizedMultiplier's build).
+  ``scheme.single_rounding`` selects MultiplyByQuantizedMultiplier's build, and
+  ``scheme.half_up_shift`` how the double build's final shift breaks ties: pass both on to
+  ``arith.mbqm`` and its kin).
   ``scheme.requantize(acc, real_multiplier, zp, lo, hi)`` does the common case.
 * otherwise (a float scheme): compute the real result in ``scheme.float_dtype``
   and finish it with ``scheme.quantize_real(x, zp, lo, hi)`` (divide by the
@@ -34,6 +36,7 @@ class Scheme:
     kind: str                       # "fixed": integer multiplier; "float": float scaling
     multiplier_precision: str       # "double" | "float": how s_in*s_w/s_out is formed
     single_rounding: bool = False   # fixed: one rounding step (ties up) instead of two
+    half_up_shift: bool = False     # fixed, two steps: RoundingDivideByPOT ties toward +inf (ARM SRSHL)
     float_round: str = "half_even"  # "half_even" | "half_away" | "none" (exact scheme)
     float_dtype: str = "float32"    # float: the type the arithmetic happens in
     clamp_before_round: bool = False  # float: clamp in float, then round (MLAS, XNNPACK)
@@ -94,7 +97,7 @@ class Scheme:
             return acc.astype(np.float64) * np.asarray(real_multiplier, dtype=np.float64) + zero_point
         if self.is_fixed:
             m, s = arith.quantize_multiplier(real_multiplier, self.single_rounding)
-            out = arith.mbqm(acc, m, s, self.single_rounding) + zero_point
+            out = arith.mbqm(acc, m, s, self.single_rounding, self.half_up_shift) + zero_point
             return np.clip(out, lo, hi)
         ft = self.ftype
         x = acc.astype(ft) * np.asarray(real_multiplier).astype(ft)
@@ -136,10 +139,21 @@ _add(Scheme("onnx-ref",
             "the onnx reference evaluator: NumPy float arithmetic (int32 x float32 promotes to "
             "float64), np.rint (half to even), clip",
             kind="float", multiplier_precision="float", float_round="half_even", float_dtype="float64"))
+_add(Scheme("arm-half-up-double",
+            "an ARM NEON build of LiteRT's kernels without gemmlowp's sign fixup: double-precision "
+            "multiplier, MultiplyByQuantizedMultiplier as SQRDMULH then a rounding shift (SRSHL / "
+            "vrshr) whose ties go toward +inf (-2.5 -> -2 where tflite-ref-double gives -3); "
+            "FULLY_CONNECTED through the same multiplier",
+            kind="fixed", multiplier_precision="double", float_round="half_away", half_up_shift=True))
+# arm-half-up-single: one 64-bit multiply and rounding shift, ties toward +inf, on every op
+# FULLY_CONNECTED included, is exactly D1's arithmetic (tflite-ref-single differs on
+# FULLY_CONNECTED only, where LiteRT's reference kernel uses std::round): an alias, not a second
+# golden that would tie with it everywhere.
 _add(Scheme("caffe-d1",
-            "SNPS-Caffe D1: double-precision multiplier, one rounding step (ties toward +inf)",
+            "SNPS-Caffe D1 (= arm-half-up-single): double-precision multiplier, one rounding step "
+            "(a 64-bit multiply and rounding shift, ties toward +inf) on every op",
             kind="fixed", multiplier_precision="double", single_rounding=True, float_round="half_away",
-            aliases=("D1", "d1")))
+            aliases=("D1", "d1", "arm-half-up-single")))
 _add(Scheme("caffe-d2",
             "SNPS-Caffe D2: double-precision multiplier, two rounding steps (SRDHM + RDBPOT)",
             kind="fixed", multiplier_precision="double", float_round="half_away", aliases=("D2", "d2")))

@@ -53,6 +53,9 @@ class Report:
     certificate: dict | None = None
     waiver_problems: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)   # status value -> rows
+    #: failures of whole (op, target)s (reports.causes.judge_group: bias, declared scheme), each
+    #: {op, target, kind, dtype, text, finding}; one without a finding fails the run
+    groups: list[dict] = field(default_factory=list)
 
 
 class _Tally:
@@ -85,6 +88,11 @@ def _versions(info: dict | None) -> dict[str, dict[str, str]]:
     return {t: v.get("versions") or {} for t, v in ((info or {}).get("targets") or {}).items()}
 
 
+def _expected(info: dict | None) -> dict[str, str]:
+    """{target: the scheme it declares} (run.json's targets' expected_scheme)."""
+    return {t: v["expected_scheme"] for t, v in ((info or {}).get("targets") or {}).items() if v.get("expected_scheme")}
+
+
 def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bool = False,
                   run_info: dict | None = None, parquet_in_child: bool = False) -> Report:
     """Write summary.csv, summary.md, results.parquet, index.html (and, with ``certify``,
@@ -111,7 +119,12 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     offsets = [at for at, _ in index.values()]
 
     # what each artefact keeps of the rows, fed one row at a time in pass 2
-    summary, page, tally, check = Summary(), Page(), _Tally(), WaiverCheck()
+    try:
+        judged = policy or _policy(info)
+    except Exception as e:  # noqa: BLE001 (no group verdicts: one error line, the artefacts all the same)
+        judged = None
+        report.errors.append(_error("group verdicts (bias, declared schemes)", e))
+    summary, page, tally, check = Summary(judged, _versions(info), _expected(info)), Page(), _Tally(), WaiverCheck()
     feeds = {"summary": summary.add, "page": page.add, "tally": tally.add, "waivers": check.add}
     parquet = certifier = None
     try:
@@ -122,7 +135,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         failed["parquet"] = e
     try:
         if certify:
-            certifier = Certifier(policy or _policy(info), _versions(info), waivers)
+            certifier = Certifier(judged or _policy(info), _versions(info), waivers)
             feeds["certificate"] = certifier.add
     except Exception as e:  # noqa: BLE001
         failed["certificate"] = e
@@ -152,6 +165,14 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
 
     report.counts = count_statuses(tally.counts)
     report.waiver_problems = check.problems(waivers)
+    if "summary" not in failed:
+        try:
+            summary.pair_table()   # judges each (op, target) whole: summary.verdicts
+            report.groups = [{"op": k[0], "target": k[1], **f} for k, fs in summary.verdicts.items() for f in fs]
+        except Exception as e:  # noqa: BLE001
+            failed["summary"] = e
+    if run_info is not None and run_info.get("exit_status") == 0 and any(not g["finding"] for g in report.groups):
+        info = run_info = {**run_info, "exit_status": 1}   # as the plugin sets pytest's (suite/plugin.py)
     if run_info is not None:
         if "tally" not in failed:
             info = with_results(run_info, counts=report.counts, rows=tally.rows, devices=list(tally.devices))
@@ -160,7 +181,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     if certify:
         if certifier is not None and "certificate" not in failed:
             try:
-                cert = report.certificate = certifier.certificate(info)
+                cert = report.certificate = certifier.certificate(info, summary.verdicts)
             except Exception as e:  # noqa: BLE001
                 failed["certificate"] = e
         attempt(CERT_MD, ("certificate",), lambda: write_atomic(d / CERT_MD, certificate_markdown(cert)))
@@ -175,7 +196,8 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     except Exception as e:  # noqa: BLE001
         failed["summary"] = e
     attempt(SUMMARY_CSV, ("summary",), lambda: write_atomic(d / SUMMARY_CSV, to_csv(report.summary)))
-    attempt(SUMMARY_MD, ("summary",), lambda: write_atomic(d / SUMMARY_MD, markdown_file(report.summary)))
+    new = (None, None) if "page" in failed else (page.new.first(), page.new.n)   # (the page's error is index.html's)
+    attempt(SUMMARY_MD, ("summary",), lambda: write_atomic(d / SUMMARY_MD, markdown_file(report.summary, info, *new)))
     if child is None:
         attempt(PARQUET, ("parquet",), lambda: parquet.close())
     attempt(INDEX, ("summary", "page"), lambda: write_atomic(
@@ -215,6 +237,15 @@ def terminal_lines(report: Report | None) -> list[tuple[str, dict]]:
             lines.append((f"certificate: {o['op']} ({o['spec']}) on {o['target']}: {o['verdict']}"
                           + (f"; failing: {ids}{more}" if ids else ""),
                           {"red": o["verdict"] == "non-conformant", "green": o["verdict"] == "bit-exact"}))
+    known: dict[str, list[str]] = {}
+    for g in report.groups:   # (op, target)s failing as a whole: each new one, the known ones per finding
+        if g["finding"]:
+            known.setdefault(g["finding"], []).append(f"{g['op']} on {g['target']}")
+        else:
+            lines.append((f"{g['kind'].upper()}: {g['op']} on {g['target']}: {g['text']}: the run fails",
+                          {"red": True, "bold": True}))
+    for fid, where in known.items():
+        lines.append((f"known finding {fid} (as a whole: bias or declared scheme): {', '.join(where)}", {"yellow": True}))
     for e in report.errors:
         lines.append((f"qconform: could not write {e}", {"red": True}))
     written = [Path(p).name for p in report.written]

@@ -25,9 +25,11 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from reference.schemes import kernel_schemes
+from reference.schemes import get_scheme, kernel_schemes
 from suite.core.compare import float_ordinal
 from suite.core.dtypes import DTYPES
+from suite.core.findings import match
+from suite.core.tolerance import sign_test_p
 
 CAUSES = ("tie", "scheme", "saturation", "unexplained")
 CAUSE_TEXT = {
@@ -102,8 +104,11 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
     another scheme; ``stack(names)``, if given, is :func:`scheme_stack` of this case (the
     runner keeps it for the case's other targets). Returns the row fields ``scheme_exact``
     ({scheme: exactly reproduced elements}), and when anything mismatches ``causes``
-    ({label: elements}), ``cause_schemes`` ({scheme: mismatching elements it reproduces}) and
-    ``err_hist``. All schemes are compared in one pass over a [schemes, elements] matrix.
+    ({label: elements}), ``cause_schemes`` ({scheme: mismatching elements it reproduces}),
+    ``err_hist`` and ``worst_cause``: the label of the element with the largest |error| (the first
+    of equals, outputs in order: the one a failure message names), "scheme <name>" naming the
+    first scheme that gives the target's value. All schemes are compared in one pass over a
+    [schemes, elements] matrix.
     """
     names = list(schemes) if schemes is not None else kernel_schemes()
     specs = case.outputs
@@ -135,6 +140,10 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
 
     exact = _golden_or_none(golden, "exact")
     counts = dict.fromkeys(CAUSES, 0)
+    sizes = [m.size for m in mism]
+    worst = int(np.abs(np.concatenate([np.ravel(e) for e in errors])).argmax())
+    wk = int(np.searchsorted(np.cumsum(sizes), worst, side="right"))   # its output, and its index there
+    wj, worst_cause = worst - sum(sizes[:wk]), None
     for k, (m, g, w, s) in enumerate(zip(mism, got, want, specs)):
         if not m.any():
             continue
@@ -146,20 +155,26 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
             tie = left & (np.abs(x - fl - 0.5) <= TIE_EPS) & ((g == fl) | (g == fl + 1))
             counts["tie"] += int(tie.sum())
             left &= ~tie
+            worst_cause = "tie" if k == wk and tie.flat[wj] else worst_cause
         sch = left & explained[k]
         counts["scheme"] += int(sch.sum())
         left &= ~sch
+        if k == wk and sch.flat[wj]:
+            worst_cause = f"scheme {kept[int(hit[:, worst].argmax())]}"
         if info.qmin is not None:
             wi = _ordinal(w, s.dtype).reshape(g.shape)
             at_limit = (wi == info.qmin) | (wi == info.qmax) | (g == info.qmin) | (g == info.qmax)
             sat = left & at_limit
             counts["saturation"] += int(sat.sum())
             left &= ~sat
+            worst_cause = "saturation" if k == wk and sat.flat[wj] else worst_cause
         counts["unexplained"] += int(left.sum())
+        worst_cause = "unexplained" if k == wk and left.flat[wj] else worst_cause
     out["causes"] = {k: v for k, v in counts.items() if v}
     if cause_schemes:
         out["cause_schemes"] = cause_schemes
     out["err_hist"] = error_histogram(errors)
+    out["worst_cause"] = worst_cause
     return out
 
 
@@ -253,3 +268,90 @@ def hist_key_order(key: str) -> float:
     if key.startswith(">"):
         return 1e9
     return float(key)
+
+
+# ----------------------------------------------------------------------------- whole (op, target)s
+
+#: a target's declared ``expected_scheme`` is called wrong for an (op, target) when another scheme
+#: reproduces at least this many more of its elements: a kernel matches a scheme element for
+#: element (no noise to test against), and a few elements can agree with another scheme by chance
+SCHEME_GAP_MIN = 20
+_RAN_UNEXPLAINED = frozenset({"pass", "fail"})   # waived rows and rows with a finding: explained
+
+
+class BiasTally:
+    """The signed errors of a group's rows, per output dtype, a row at a time: the bias columns
+    and verdict. Rows with a known finding or a waiver are left out (their deviation is explained
+    already), and rows without ``pos_err`` (judged before rows had it: no bias rather than a
+    wrong one)."""
+
+    def __init__(self):
+        self.parts: dict[str, list] = {}   # dtype -> [sum_err, elements, pos, neg]
+
+    def add(self, row: dict) -> None:
+        if (row.get("status") not in _RAN_UNEXPLAINED or row.get("finding") or row.get("pos_err") is None
+                or not row.get("elements")):
+            return
+        p = self.parts.setdefault(str(row.get("out_dtype")), [0.0, 0, 0, 0])
+        p[0] += float(row.get("sum_err_lsb") or 0.0)
+        p[1] += int(row["elements"])
+        p[2] += int(row["pos_err"])
+        p[3] += int(row.get("neg_err") or 0)
+
+    def columns(self) -> dict:
+        """``bias_lsb`` (mean signed error) and ``bias_p`` (its sign test), every dtype together."""
+        s, n, pos, neg = (sum(p[i] for p in self.parts.values()) for i in range(4))
+        if not n:
+            return {"bias_lsb": None, "bias_p": None}
+        return {"bias_lsb": float(f"{s / n:.4g}"), "bias_p": float(f"{sign_test_p(pos, neg):.3g}")}
+
+
+def judge_group(op: str, target: str, bias: BiasTally, schemes: SchemeTally, policy=None,
+                versions: dict | None = None, expected: str | None = None,
+                prefer: str | None = None) -> tuple[dict, list[dict]]:
+    """The verdict of a whole (op, target) from its rows' tallies: (its summary columns, its
+    failures). A failure is {kind: "bias" | "scheme", dtype, text, finding: the id of the finding
+    that explains it, or None}; one without a finding fails the run.
+
+    ``bias``: per output dtype, the bias bound of the tolerance rule ``policy`` gives for it
+    (suite/core/tolerance.py); a finding explains it with status "bias+" or "bias-" (the sign
+    matters: a bias that flips is new). ``scheme``: the target declares ``expected`` and another
+    scheme reproduces at least :data:`SCHEME_GAP_MIN` more elements; a finding explains it with
+    status "scheme". Columns: ``bias`` ("+", "-" or ""), ``expected_scheme``,
+    ``expected_scheme_exact_pct``, ``scheme_mismatch`` (the better scheme), ``group_failure`` (the
+    texts of the failures that fail the run) and ``group_known`` (those a finding explains)."""
+    out: list[dict] = []
+    signs = ""
+    for dtype, (s, n, pos, neg) in bias.parts.items():
+        why = policy.lookup(op, target, dtype, versions or {}).bias_failure(s, n, pos, neg) if policy else None
+        if why is not None:
+            sign = "+" if s > 0 else "-"
+            signs += sign if sign not in signs else ""
+            f = match(op, target, "*", f"bias{sign}")
+            out.append({"kind": "bias", "dtype": dtype, "text": f"{dtype} outputs biased {sign}: {why}",
+                        "finding": f.id if f else None})
+    cols: dict = {"bias": signs, "expected_scheme": expected, "expected_scheme_exact_pct": None,
+                  "scheme_mismatch": None}
+    name = _scheme_name(expected)
+    if name is not None and schemes.elements and name in schemes.totals:
+        have = schemes.totals[name]
+        cols["expected_scheme_exact_pct"] = round(100.0 * have / schemes.elements, 3)
+        best, best_pct = schemes.best(prefer)
+        gap = schemes.totals[best] - have if best else 0
+        if best != name and gap >= SCHEME_GAP_MIN:
+            cols["scheme_mismatch"] = best
+            f = match(op, target, "*", "scheme")
+            out.append({"kind": "scheme", "dtype": None, "finding": f.id if f else None,
+                        "text": (f"declares expected_scheme {expected} ({cols['expected_scheme_exact_pct']}% of "
+                                 f"elements exact) but {best} reproduces {gap} more ({best_pct}%)")})
+    cols["group_failure"] = "; ".join(x["text"] for x in out if not x["finding"]) or None
+    cols["group_known"] = "; ".join(f"{x['text']} [known finding {x['finding']}]" for x in out if x["finding"]) or None
+    return cols, out
+
+
+def _scheme_name(name: str | None) -> str | None:
+    """The scheme ``name`` stands for (aliases resolved); None for no name or a free label."""
+    try:
+        return get_scheme(name).name if name else None
+    except KeyError:
+        return None

@@ -3,7 +3,10 @@
 Per (target, spec table, op) a verdict, from that op's rows (cases of another spec table, such
 as QNN's uint8/uint16 cases, get their own verdict and never blur the LiteRT int8 one):
 
-``non-conformant``               some case failed (beyond tolerance) or errored, crashed, timed out;
+``non-conformant``               some case failed (beyond tolerance) or errored, crashed, timed out,
+                                 or the op as a whole failed: its outputs are biased beyond the
+                                 tolerance policy's bound, or better explained by another scheme than
+                                 the one the target declares (reports.causes.judge_group);
 ``unsupported``                  no case could run on the target;
 ``bit-exact``                    every case that ran is exact, element for element, and none is waived;
 ``conformant within tolerance``  every case that ran passed (or is waived), some not bit-exact.
@@ -164,9 +167,13 @@ class Certifier:
         self.targets.setdefault(r.get("target"), None)
         self.check.add(r)
 
-    def certificate(self, run_info: dict | None = None) -> dict[str, Any]:
+    def certificate(self, run_info: dict | None = None, groups: dict | None = None) -> dict[str, Any]:
+        """``groups``: {(op, target): the failures of the op as a whole} (reports.summary.Summary's
+        verdicts); a bias failure counts for the entries with its output dtype, a scheme one for all."""
         ops = []
         for (target, spec, op), e in self.entries.items():
+            whole = [f["text"] + (f" [known finding {f['finding']}]" if f["finding"] else "")
+                     for f in (groups or {}).get((op, target), ()) if f["dtype"] is None or f["dtype"] in e.dtypes]
             vers = self.versions.get(target, {})
             tol = []
             for dtype in sorted(e.dtypes):
@@ -176,7 +183,8 @@ class Certifier:
                             "rule": None if rule is None else rule.index,
                             "rule_versions": {} if rule is None else dict(rule.versions),
                             "reason": "" if rule is None else rule.reason})
-            ops.append({"target": target, "spec": spec, "op": op, "verdict": e.verdict(), "counts": e.counts,
+            ops.append({"target": target, "spec": spec, "op": op,
+                        "verdict": "non-conformant" if whole else e.verdict(), "counts": e.counts, "op_failures": whole,
                         "bit_exact_pct": (round(100.0 * (e.elements - e.mismatches) / e.elements, 3)
                                           if e.elements else None),
                         "max_abs_lsb": e.max_abs, "tolerance": tol, "case_digest": _digest(e.lines),
@@ -224,6 +232,10 @@ def to_markdown(cert: dict[str, Any]) -> str:
                  f"{'-' if o['bit_exact_pct'] is None else o['bit_exact_pct']} | "
                  f"{'-' if o['max_abs_lsb'] is None else format(o['max_abs_lsb'], 'g')} | "
                  f"{tol} | `{o['case_digest']}` |")
+    whole = [(o, w) for o in cert["ops"] for w in o.get("op_failures", ())]
+    if whole:
+        L += ["", "## Failing as a whole (bias, declared scheme)", ""]
+        L += [f"- {o['op']} ({o['spec']}) on {o['target']}: {w}" for o, w in whole]
     bad = [(o, f) for o in cert["ops"] for f in o["failing"]]
     if bad:
         L += ["", "## Failing cases", ""]

@@ -1,13 +1,25 @@
 """Regressions between two runs: ``qconform diff BASELINE_DIR RUN_DIR``.
 
-Results are matched by (case id, target, device); a case whose content digest changed
-(another seed, another generator) is not compared but listed. Per case, a regression is:
+First the two runs must compare: the same seed, cases (cases per op; the set of (case id,
+case_digest)), ops, targets, devices, tolerance policy, scheme and runtime versions per target.
+A result compared across another set-up can pass or fail for that reason alone, so any
+difference refuses the diff (exit 2) unless ``--allow-different FIELD`` names it; then the
+difference heads the report. No result to compare (no (case id, target, device) in both with the
+same case content) always refuses.
 
-``now failing``      it did not fail before (pass, waived, unsupported) and now fails or errors;
+Results are matched by (case id, target, device). Per case, a regression is:
+
+``now failing``      it did not fail before (pass, waived, unsupported) and now fails or errors
+                     (also when a known finding explains the new failure: the output changed);
+``no longer known``  it failed under a known finding before and now fails unexplained;
 ``more mismatches``  more elements differ from the golden than before (exact -> inexact included);
 ``max err grew``     its max |error| in LSB grew;
 ``now unsupported``  it ran before and now is unsupported;
-``missing``          it was in the baseline and is not in the run (``--allow-missing`` accepts it).
+``missing``          it was in the baseline and is not in the run, though the run has its case,
+                     target and device (``--allow-missing`` accepts it).
+
+A failure under the same known finding in both runs is not a regression; a failure that a known
+finding explains now and did not before is listed as a new known finding.
 
 Per (op, target), over the cases both runs compared: a bit-exact % drop, a max |error|
 growth, and a latency regression: the median p50 grew by more than the threshold
@@ -20,45 +32,89 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reports.results import RESULTS, read_rows, row_key, write_atomic
+from reports.runinfo import RUN_JSON
 from suite.core.errors import QconformError
 from suite.core.verdict import ERRORS, Status
 
 BAD = frozenset({Status.FAIL.value} | {s.value for s in ERRORS})
 UNSUPPORTED = Status.UNSUPPORTED.value
+#: what ``--allow-different`` may name
+FIELDS = ("seed", "cases", "ops", "targets", "devices", "tolerance", "scheme", "versions")
+FEW = 5   # ids shown of a longer list
+
+
+def _few(items, n: int = FEW) -> str:
+    items = list(items)
+    if not items:
+        return "none"
+    return ", ".join(map(str, items[:n])) + (f", ... ({len(items) - n} more)" if len(items) > n else "")
 
 
 @dataclass
-class Diff:
+class Difference:
+    """One way the two runs' set-ups differ. ``field``: the name ``--allow-different`` takes."""
+
+    field: str
+    what: str
     baseline: str
     run: str
-    cases: list[dict] = field(default_factory=list)      # one entry per regressed case
-    groups: list[dict] = field(default_factory=list)     # one entry per regressed (op, target)
-    improved: list[dict] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)     # same id, other content: not compared
-    missing: list[str] = field(default_factory=list)
-    new: int = 0
-    compared: int = 0
-    latency_threshold_pct: float = 10.0
-    allow_missing: bool = False
+    allowed: bool = False
+
+    def __str__(self) -> str:
+        name = self.field if self.what == self.field else f"{self.field} ({self.what})"
+        return f"{name}: baseline {self.baseline}; run {self.run}"
+
+
+@dataclass
+class Run:
+    """A run folder as given and as read."""
+
+    given: str
+    folder: Path
+    info: dict
+    rows: list[dict]
 
     @property
-    def regressed(self) -> bool:
-        return bool(self.cases or self.groups or (self.missing and not self.allow_missing))
+    def name(self) -> str:
+        rid = self.info.get("run_id") or self.folder.name
+        commit = (self.info.get("git") or {}).get("commit")
+        return f"{self.given} (run {rid}" + (f", git {commit[:10]}" if commit else "") + ")"
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"format": "qconform-diff/1", "baseline": self.baseline, "run": self.run,
-                "regressed": self.regressed, "compared": self.compared, "new_in_run": self.new,
-                "latency_threshold_pct": self.latency_threshold_pct,
-                "case_regressions": self.cases, "group_regressions": self.groups,
-                "improvements": self.improved, "changed_cases": self.changed, "missing": self.missing}
+
+def open_run(d: str | Path, what: str) -> Run:
+    """The run folder ``d``: a runs/<run id> folder, a ``latest`` link, or a report directory
+    (its ``latest``). It must hold results.jsonl and run.json: without run.json nothing says
+    how the run was made, so it cannot be checked against the other."""
+    p = Path(d)
+    if p.is_dir() and not (p / RESULTS).exists() and (p / "latest").is_dir():
+        p = p / "latest"
+    folder = p.resolve()
+    if not (folder / RESULTS).is_file():
+        raise QconformError(f"no {RESULTS} here", source=str(d), field=what,
+                            rule="a run folder (<report-dir>/runs/<run id>, or a latest link) holds results.jsonl")
+    rows = read_rows(folder / RESULTS)
+    if not rows:
+        raise QconformError(f"{RESULTS} holds no results", source=str(folder / RESULTS), field=what)
+    try:
+        info = json.loads((folder / RUN_JSON).read_text())
+    except OSError as e:
+        raise QconformError(f"cannot read {RUN_JSON}: {e.strerror or e}", source=str(folder / RUN_JSON), field=what,
+                            rule="a run folder holds run.json: without it the runs' set-ups cannot be compared") from None
+    except ValueError as e:
+        raise QconformError(f"not JSON: {e}", source=str(folder / RUN_JSON), field=what) from None
+    if not isinstance(info, dict) or not isinstance(info.get("options"), dict):
+        raise QconformError("no options object", source=str(folder / RUN_JSON), field="options",
+                            rule="run.json (qconform-run/1) records the run's options")
+    return Run(str(d), folder, info, rows)
 
 
 def _num(v) -> float | None:
@@ -71,45 +127,218 @@ def _num(v) -> float | None:
     return None if math.isnan(f) else f
 
 
-def _rows(d: str | Path, what: str) -> list[dict]:
-    p = Path(d)
-    f = p / RESULTS if p.is_dir() else p
-    if not f.exists():
-        raise QconformError(f"no {RESULTS} here", source=str(d), field=what,
-                            rule="a run directory holds results.jsonl")
-    rows = read_rows(f)
-    if not rows:
-        raise QconformError(f"{RESULTS} holds no results", source=str(f), field=what)
-    return rows
-
-
 def _label(r: dict) -> str:
     dev = f"@{r['device']}" if r.get("device") else ""
     return f"{r.get('case_id')}:{r.get('target')}{dev}"
 
 
+def _plural(k: int, word: str) -> str:
+    return f"{k} {word}{'' if k == 1 else 's'}"
+
+
+def _tolerance(o: dict) -> tuple[str | None, str | None]:
+    """(SHA-256 of the policy file's bytes or None where run.json predates it, the file or None)."""
+    t = o.get("tolerance") if isinstance(o.get("tolerance"), dict) else {}
+    return o.get("tolerance_digest"), o.get("tolerance_file") or t.get("file")
+
+
+def _targets(r: Run, names: set) -> str:
+    gone = r.info.get("unavailable_targets") or {}
+    return (", ".join(sorted(map(str, names))) or "none") + (
+        " (unavailable: " + "; ".join(f"{k}: {v}" for k, v in gone.items()) + ")" if gone else "")
+
+
+def _versions(r: Run, target: str) -> dict:
+    return ((r.info.get("targets") or {}).get(target) or {}).get("versions") or {}
+
+
+def setup_differences(b: Run, n: Run, base: dict[tuple, dict], new: dict[tuple, dict]) -> tuple[list[Difference], list[str]]:
+    """How the set-ups of baseline ``b`` and run ``n`` differ (``base``/``new``: their rows by
+    (case id, target, device)), and notes on what could not be checked or may mislead."""
+    out: list[Difference] = []
+    notes: list[str] = []
+    bo, no = b.info["options"], n.info["options"]
+
+    def same(fld: str, what: str, x, y) -> None:
+        if x != y:
+            out.append(Difference(fld, what, str(x), str(y)))
+
+    same("seed", "seed", bo.get("seed"), no.get("seed"))
+    same("cases", "cases per op", bo.get("cases_per_op"), no.get("cases_per_op"))
+    bc = {r.get("case_id"): r.get("case_digest") for r in base.values()}
+    nc = {r.get("case_id"): r.get("case_digest") for r in new.values()}
+    only_b, only_n = sorted(bc.keys() - nc.keys(), key=str), sorted(nc.keys() - bc.keys(), key=str)
+    if only_b or only_n:
+        out.append(Difference("cases", "case ids", f"{len(bc)} case ids, {len(only_b)} only here: {_few(only_b)}",
+                              f"{len(nc)} case ids, {len(only_n)} only here: {_few(only_n)}"))
+    other = sorted((c for c in bc.keys() & nc.keys() if bc[c] != nc[c]), key=str)
+    if other:
+        out.append(Difference("cases", "case content: the same id with another case_digest",
+                              f"{len(other)} of {len(bc.keys() & nc.keys())} common ids differ: "
+                              + _few((f"{c} {bc[c]}" for c in other), 3), _few((f"{c} {nc[c]}" for c in other), 3)))
+    same("ops", "ops", ", ".join(sorted({str(r.get("op")) for r in base.values()})),
+         ", ".join(sorted({str(r.get("op")) for r in new.values()})))
+    bt, nt = {r.get("target") for r in base.values()}, {r.get("target") for r in new.values()}
+    if bt != nt:
+        out.append(Difference("targets", "targets", _targets(b, bt), _targets(n, nt)))
+    both = sorted(bt & nt, key=str)
+    bdev, ndev = defaultdict(set), defaultdict(set)
+    for rows, devs in ((base, bdev), (new, ndev)):
+        for t, dev in {(k[1], k[2]) for k in rows}:
+            devs[t].add(dev or "local")
+    odd = [t for t in both if bdev[t] != ndev[t]]
+    if odd:
+        out.append(Difference("devices", "devices per target", "; ".join(f"{t}: {', '.join(sorted(bdev[t]))}" for t in odd),
+                              "; ".join(f"{t}: {', '.join(sorted(ndev[t]))}" for t in odd)))
+
+    (bd, bf), (nd, nf) = _tolerance(bo), _tolerance(no)
+    if bd and nd:
+        if bd != nd:
+            out.append(Difference("tolerance", "tolerance policy: SHA-256 of the file", f"{bd[:16]} ({bf or 'built-in default'})",
+                                  f"{nd[:16]} ({nf or 'built-in default'})"))
+    else:
+        lacking = " and the ".join(w for w, x in (("baseline's", bd), ("run's", nd)) if not x)
+        notes.append(f"tolerance policy compared by file name: the {lacking} run.json "
+                     f"{'have' if not (bd or nd) else 'has'} no options.tolerance_digest "
+                     "(an edited file under the same name shows only where a result's tolerance_lsb changed)")
+        if bf != nf:
+            out.append(Difference("tolerance", "tolerance file", bf or "built-in default", nf or "built-in default"))
+    # the tolerance each result was judged with, whatever run.json says
+    moved = [(bb, nn) for k, nn in new.items() if (bb := base.get(k)) is not None
+             and bb.get("case_digest") == nn.get("case_digest")
+             and None not in (_num(bb.get("tolerance_lsb")), _num(nn.get("tolerance_lsb")))
+             and _num(bb.get("tolerance_lsb")) != _num(nn.get("tolerance_lsb"))]
+    if moved:
+        out.append(Difference("tolerance", "tolerance_lsb of the same results",
+                              f"{_plural(len(moved), 'result')}, " + _few(f"{_label(x)} {_num(x['tolerance_lsb']):g} LSB" for x, _ in moved),
+                              _few(f"{_label(y)} {_num(y['tolerance_lsb']):g} LSB" for _, y in moved)))
+    same("scheme", "scheme", bo.get("scheme"), no.get("scheme"))
+    vb, vn = [], []
+    for t in both:
+        x, y = _versions(b, t), _versions(n, t)
+        for comp in sorted(x.keys() | y.keys()):
+            if x.get(comp) != y.get(comp):
+                vb.append(f"{t} {comp} {x.get(comp) or '(none)'}")
+                vn.append(f"{t} {comp} {y.get(comp) or '(none)'}")
+    if vb:
+        out.append(Difference("versions", "runtime versions", "; ".join(vb), "; ".join(vn)))
+
+    for r, who in ((b, "baseline"), (n, "run")):
+        if r.info.get("interrupted") or not r.info.get("finished"):
+            notes.append(f"the {who} did not finish ({'interrupted' if r.info.get('interrupted') else 'run.json has no finish time'})")
+        if r.info["options"].get("filtered"):
+            notes.append(f"the {who} was filtered (-k, --lf, a deselection): it holds part of its cases")
+    bh, nh = b.info.get("host") or {}, n.info.get("host") or {}
+    if any(bh.get(k) != nh.get(k) for k in ("hostname", "cpu_model")):
+        notes.append(f"other machines (baseline {bh.get('hostname')}, {bh.get('cpu_model')}; run {nh.get('hostname')}, "
+                     f"{nh.get('cpu_model')}): latencies compare across them")
+    return out, notes
+
+
+@dataclass
+class Diff:
+    baseline: str
+    run: str
+    run_folder: str = ""                                  # the run's folder, resolved
+    setup: list[Difference] = field(default_factory=list)  # set-up differences, allowed or not
+    notes: list[str] = field(default_factory=list)
+    cases: list[dict] = field(default_factory=list)      # one entry per regressed case
+    groups: list[dict] = field(default_factory=list)     # one entry per regressed (op, target)
+    improved: list[dict] = field(default_factory=list)
+    findings: list[dict] = field(default_factory=list)   # failures a known finding explains now, not before
+    changed: list[str] = field(default_factory=list)     # same id, other content: not compared
+    missing: list[str] = field(default_factory=list)
+    new: int = 0
+    compared: int = 0
+    no_common: str | None = None                         # why nothing was compared
+    latency_threshold_pct: float = 10.0
+    allow_missing: bool = False
+
+    @property
+    def refused(self) -> str | None:
+        """Why the runs do not compare (None: they do)."""
+        bad = list(dict.fromkeys(x.field for x in self.setup if not x.allowed))
+        if bad:
+            return ", ".join(bad) + (" differs" if len(bad) == 1 else " differ")
+        if not self.compared:
+            return self.no_common or "no result compared"
+        return None
+
+    @property
+    def regressed(self) -> bool:
+        return bool(self.cases or self.groups or (self.missing and not self.allow_missing))
+
+    @property
+    def exit_status(self) -> int:
+        return 2 if self.refused else 1 if self.regressed else 0
+
+    def verdict(self) -> str:
+        if self.refused:
+            return f"NOT COMPARABLE: {self.refused}"
+        if not self.regressed:
+            return f"NO REGRESSION ({_plural(self.compared, 'result')} compared)"
+        k = sum(1 for c in self.cases if c["new_failure"])
+        parts = [_plural(k, "new failure")]
+        if len(self.cases) > k:
+            parts.append(f"{_plural(len(self.cases) - k, 'other regressed case')}")
+        if self.groups:
+            parts.append(_plural(len(self.groups), "regressed op/target group"))
+        if self.missing and not self.allow_missing:
+            parts.append(f"{len(self.missing)} missing")
+        return f"REGRESSED: {', '.join(parts)} ({_plural(self.compared, 'result')} compared)"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"format": "qconform-diff/2", "baseline": self.baseline, "run": self.run,
+                "verdict": self.verdict(), "exit_status": self.exit_status, "not_comparable": self.refused,
+                "setup_differences": [asdict(x) for x in self.setup], "notes": self.notes,
+                "regressed": self.regressed, "compared": self.compared, "new_in_run": self.new,
+                "latency_threshold_pct": self.latency_threshold_pct,
+                "case_regressions": self.cases, "group_regressions": self.groups,
+                "improvements": self.improved, "new_known_findings": self.findings,
+                "changed_cases": self.changed, "missing": self.missing}
+
+
 def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: float = 10.0,
-              allow_missing: bool = False) -> Diff:
-    base_rows, new_rows = _rows(baseline, "BASELINE_DIR"), _rows(run, "RUN_DIR")
-    base = {row_key(r): r for r in base_rows}
-    new = {row_key(r): r for r in new_rows}
-    d = Diff(str(baseline), str(run), latency_threshold_pct=latency_threshold_pct, allow_missing=allow_missing)
+              allow_missing: bool = False, allow_different=()) -> Diff:
+    """The diff of ``run`` against ``baseline``; ``allow_different``: names of :data:`FIELDS`
+    whose difference is reported, not refused. ``Diff.exit_status`` is the verdict."""
+    for f in allow_different:
+        if f not in FIELDS:
+            raise QconformError(f"unknown field {f!r}", field="--allow-different", rule=f"one of {', '.join(FIELDS)}")
+    rb, rn = open_run(baseline, "BASELINE_DIR"), open_run(run, "RUN_DIR")
+    base, new = {row_key(r): r for r in rb.rows}, {row_key(r): r for r in rn.rows}
+    d = Diff(rb.name, rn.name, str(rn.folder), latency_threshold_pct=latency_threshold_pct, allow_missing=allow_missing)
+    d.setup, d.notes = setup_differences(rb, rn, base, new)
+    for x in d.setup:
+        x.allowed = x.field in allow_different
+    if any(not x.allowed for x in d.setup):
+        return d
     d.new = sum(1 for k in new if k not in base)
+    run_cases = {k[0] for k in new}
+    run_places = {(k[1], k[2]) for k in new}
     pairs: dict[tuple[str, str, str], list[tuple[dict, dict]]] = defaultdict(list)
     for k, b in base.items():
         n = new.get(k)
         if n is None:
-            d.missing.append(_label(b))
+            # a case, target or device the run does not have at all is a set-up difference, listed above
+            if k[0] in run_cases and (k[1], k[2]) in run_places:
+                d.missing.append(_label(b))
             continue
-        if b.get("case_digest") and n.get("case_digest") and b["case_digest"] != n["case_digest"]:
+        if b.get("case_digest") != n.get("case_digest"):
             d.changed.append(_label(b))
             continue
         d.compared += 1
         pairs[(b.get("op"), b.get("target"), b.get("device") or "")].append((b, n))
         kinds, better = [], []
         bs, ns = b.get("status"), n.get("status")
+        bf, nf = b.get("finding"), n.get("finding")
+        new_failure = False
         if ns in BAD and bs not in BAD:
-            kinds.append(f"now failing ({bs} -> {ns})")
+            kinds.append(f"now failing ({bs} -> {ns})" + (f" under known finding {nf}" if nf else ""))
+            new_failure = True
+        elif ns in BAD and bs in BAD and bf and not nf:
+            kinds.append(f"no longer explained by known finding {bf} ({bs} -> {ns})")
+            new_failure = True
         elif bs in BAD and ns not in BAD and ns != UNSUPPORTED:
             better.append(f"fixed ({bs} -> {ns})")
         if ns == UNSUPPORTED and bs != UNSUPPORTED:
@@ -125,11 +354,18 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
             kinds.append(f"max err grew ({be:g} -> {ne:g} LSB)")
         entry = {"case": n.get("case_id"), "op": n.get("op"), "target": n.get("target"),
                  "device": n.get("device"), "status_before": bs, "status_now": ns}
+        if nf and nf != bf:
+            d.findings.append({**entry, "finding": nf, "finding_before": bf})
         if kinds:
-            d.cases.append({**entry, "what": kinds, "repro": n.get("repro")})
+            d.cases.append({**entry, "new_failure": new_failure, "what": kinds, "repro": n.get("repro")})
         elif better:
             d.improved.append({**entry, "what": better})
-
+    if not d.compared:
+        common = len(base.keys() & new.keys())
+        d.no_common = ("no common results: no (case id, target, device) is in both runs" if not common else
+                       f"no common results: the {common} (case id, target, device) in both runs all hold "
+                       "other case content (case_digest)")
+        return d
     for (op, target, device), ps in pairs.items():
         kinds = []
         be = sum(int(_num(b.get("elements")) or 0) for b, n in ps if _num(b.get("elements")) and _num(n.get("elements")))
@@ -158,63 +394,102 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
                 kinds.append(f"latency +{100 * grew / b50:.1f}% ({b50:.2f} -> {n50:.2f} us, spread {bsp + nsp:.2f} us)")
         if kinds:
             d.groups.append({**entry, "what": kinds})
-    d.cases.sort(key=lambda c: (c["op"] or "", c["target"] or "", c["case"] or ""))
+    d.cases.sort(key=lambda c: (not c["new_failure"], c["op"] or "", c["target"] or "", c["case"] or ""))
     return d
 
 
+def _setup_lines(d: Diff) -> list[str]:
+    """What heads a report after the verdict: the set-up differences and the notes."""
+    L = []
+    if d.setup:
+        allowed = sorted({x.field for x in d.setup if x.allowed})
+        L.append("set-up differs" + (f" (compared anyway: --allow-different {', '.join(allowed)})" if allowed else "") + ":")
+        L += [f"  {x}" + (" [allowed]" if x.allowed else " [refused]") for x in d.setup]
+        refused = list(dict.fromkeys(x.field for x in d.setup if not x.allowed))
+        if refused:
+            L.append("a result compared across another set-up can pass or fail for that reason alone; to compare anyway: "
+                     + " ".join(f"--allow-different {f}" for f in refused))
+    L += [f"note: {n}" for n in d.notes]
+    return L
+
+
 def to_text(d: Diff) -> str:
-    L = [f"qconform diff: baseline {d.baseline}  run {d.run}",
-         (f"{d.compared} results compared, {d.new} new in run, {len(d.missing)} missing, "
-          f"{len(d.changed)} changed content (not compared)")]
-    if d.groups:
-        L += ["", "regressions per op and target:"]
-        for g in d.groups:
-            L.append(f"  {g['op']:<20} {g['target']:<16} " + "; ".join(g["what"]))
+    L = [d.verdict(), *_setup_lines(d), f"baseline {d.baseline}", f"run      {d.run}"]
+    if d.setup and any(not x.allowed for x in d.setup):
+        return "\n".join(L) + "\n"
+    L.append(f"{d.compared} results compared, {d.new} new in run, {len(d.missing)} missing, "
+             f"{len(d.changed)} changed content (not compared)")
     if d.cases:
         L += ["", f"regressed cases ({len(d.cases)}):"]
         for c in d.cases:
             L.append(f"  {c['case']}:{c['target']}  " + "; ".join(c["what"]))
             if c.get("repro"):
                 L.append(f"      reproduce: {c['repro']}")
+    if d.groups:
+        L += ["", "regressions per op and target:"]
+        for g in d.groups:
+            L.append(f"  {g['op']:<20} {g['target']:<16} " + "; ".join(g["what"]))
     if d.missing:
         L += ["", f"missing from the run ({len(d.missing)}){' [allowed]' if d.allow_missing else ''}:"]
         L += [f"  {m}" for m in d.missing[:50]] + ([f"  ... {len(d.missing) - 50} more"] if len(d.missing) > 50 else [])
     if d.changed:
-        L += ["", f"changed case content, not compared ({len(d.changed)}): " + ", ".join(d.changed[:10])
-              + (" ..." if len(d.changed) > 10 else "")]
+        L += ["", f"changed case content, not compared ({len(d.changed)}): {_few(d.changed, 10)}"]
+    if d.findings:
+        L += ["", f"new known findings ({len(d.findings)}):"]
+        L += [f"  {c['case']}:{c['target']}  {c['finding']} ({c['status_before']} -> {c['status_now']}"
+              + (f", was {c['finding_before']})" if c["finding_before"] else ")") for c in d.findings[:50]]
     if d.improved:
         L += ["", f"improved ({len(d.improved)}):"]
         L += [f"  {c['case']}:{c['target']}  " + "; ".join(c["what"]) for c in d.improved[:50]]
-    L += ["", "REGRESSED" if d.regressed else "no regression"]
+    if not d.refused:
+        L += ["", d.verdict()]
     return "\n".join(L) + "\n"
 
 
 def to_markdown(d: Diff) -> str:
     def esc(s: Any) -> str:
         return str(s if s is not None else "").replace("|", "\\|")
-    L = [f"### qconform diff: {'❌ regressed' if d.regressed else '✅ no regression'}", "",
-         (f"{d.compared} results compared; {len(d.cases)} cases regressed; {len(d.groups)} op/target groups "
-          f"regressed; {len(d.missing)} missing; {len(d.improved)} improved."), ""]
-    if d.groups:
-        L += ["| op | target | regression |", "|---|---|---|"]
-        L += [f"| {esc(g['op'])} | {esc(g['target'])} | {esc('; '.join(g['what']))} |" for g in d.groups]
+    icon = "⛔" if d.refused else "❌" if d.regressed else "✅"
+    L = [f"### {icon} {d.verdict()}", ""]
+    if d.setup:
+        allowed = sorted({x.field for x in d.setup if x.allowed})
+        L.append("**Set-up differs**" + (f" (allowed: `--allow-different {', '.join(allowed)}`)" if allowed else "") + ":")
+        L += [f"- {esc(x)}" + (" (allowed)" if x.allowed else " (**refused**)") for x in d.setup]
         L.append("")
+    L += [f"- note: {esc(n)}" for n in d.notes] + ([""] if d.notes else [])
+    L += [f"qconform diff: baseline `{esc(d.baseline)}`, run `{esc(d.run)}`", ""]
+    if d.setup and any(not x.allowed for x in d.setup):
+        return "\n".join(L)
+    L += [(f"{d.compared} results compared; {len(d.cases)} cases regressed; {len(d.groups)} op/target groups "
+           f"regressed; {len(d.missing)} missing; {len(d.findings)} new known findings; {len(d.improved)} improved."), ""]
     if d.cases:
         L += ["| case | target | regression | reproduce |", "|---|---|---|---|"]
         L += [f"| `{esc(c['case'])}` | {esc(c['target'])} | {esc('; '.join(c['what']))} | "
               f"{('`' + esc(c['repro']) + '`') if c.get('repro') else ''} |" for c in d.cases]
         L.append("")
+    if d.groups:
+        L += ["| op | target | regression |", "|---|---|---|"]
+        L += [f"| {esc(g['op'])} | {esc(g['target'])} | {esc('; '.join(g['what']))} |" for g in d.groups]
+        L.append("")
     if d.missing:
         L += [f"Missing from the run{' (allowed)' if d.allow_missing else ''}: "
               + ", ".join(f"`{m}`" for m in d.missing[:30]) + (" ..." if len(d.missing) > 30 else ""), ""]
+    if d.changed:
+        L += [f"Changed case content, not compared ({len(d.changed)}): " + esc(_few(d.changed, 10)), ""]
+    if d.findings:
+        L += [f"New known findings ({len(d.findings)}): "
+              + ", ".join(f"`{esc(c['case'])}:{esc(c['target'])}` {esc(c['finding'])}" for c in d.findings[:30]), ""]
     return "\n".join(L)
 
 
 def write_csv(d: Diff, path: str | Path) -> Path:
-    """diff.csv (atomically): one line per regressed (op, target) and per regressed or missing case."""
+    """diff.csv (atomically): one line per set-up difference, per regressed (op, target) and per
+    regressed or missing case."""
     out = io.StringIO()
     w = csv.writer(out)
     w.writerow(["level", "op", "target", "device", "case", "regression"])
+    for x in d.setup:
+        w.writerow(["setup", "", "", "", "", f"{x} [{'allowed' if x.allowed else 'refused'}]"])
     for g in d.groups:
         w.writerow(["op", g["op"], g["target"], g.get("device") or "", "", "; ".join(g["what"])])
     for c in d.cases:

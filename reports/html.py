@@ -3,19 +3,25 @@
 Built from results.jsonl alone (plus run.json and certificate.json when present), so
 ``qconform report RUN_DIR`` rebuilds it for any run, interrupted ones included. The rows
 stream through :class:`Page` (what the page shows beyond the summary: counts, error
-histograms, the failing cases, at most :data:`FAILING_CAP` of them, the unsupported ones
-grouped by reason) and a :class:`reports.summary.Summary`; :func:`render` makes the page.
-Sections, in order: alerts (interrupted run, waiver problems), the op x target matrix
-(coloured by bit-exact %, failures outlined), the summary table, mismatch causes
-(unexplained first), per-op error histograms in LSB, latency per op and target,
-failing cases with their reproduction commands, unsupported cases, the run's facts.
-Charts are SVGs written as text by plots.py (no plotting library), embedded as data URIs; tables sort by clicking a header.
+histograms, the new and the known failing cases, at most :data:`FAILING_CAP` of each, the
+unsupported ones grouped by reason) and a :class:`reports.summary.Summary`; :func:`render`
+makes the page. Sections, in order: the run's verdict (FAIL / PASS / INCOMPLETE, new failures
+apart from known ones), alerts (interrupted run, waiver problems), the new failures with their
+worst element, cause and reproduction command, the op x target matrix (one cell colour per
+state: new failures, known findings only, within tolerance, bit-exact, no data; a legend), the
+summary table, mismatch causes (unexplained first), per-op error histograms in LSB, latency per
+op and target, the known failing cases (findings and waivers), unsupported cases, the run's facts.
+Charts are SVGs written as text by plots.py (no plotting library), embedded as data URIs; tables
+sort by clicking a header. Wide and long tables scroll in a box of their own, so the page is never
+wider than the window; a reproduction command stays on one line, selected whole by one click and
+copied by its button (no network, no library).
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import shlex
 import json
 import math
 from collections.abc import Iterable
@@ -23,33 +29,67 @@ from typing import Any
 
 from reports import plots
 from reports.causes import CAUSE_TEXT, CAUSES, HistTally, hist_key_order
-from reports.summary import Summary, fmt
+from reports.summary import Summary, failure_kind, fmt, totals, verdict, worst_text
 from suite.core.verdict import ERRORS, Status
 
 INDEX = "index.html"
-#: the failing-cases table lists at most this many (unexplained first, then by max |error|)
+#: each failing-cases table (new, known) lists at most this many (unexplained first, then by max |error|)
 FAILING_CAP = 2000
 _PASS, _WAIVED, _UNSUPPORTED = Status.PASS.value, Status.WAIVED.value, Status.UNSUPPORTED.value
 BAD = frozenset({Status.FAIL.value} | {s.value for s in ERRORS})
 _FAILING_FIELDS = ("case_id", "target", "status", "max_abs_lsb", "mismatches", "elements", "causes",
-                   "first_output", "first_index", "got", "want", "reason", "repro", "failure_file")
+                   "first_output", "first_index", "got", "want", "worst_output", "worst_index", "worst_got",
+                   "worst_want", "worst_err_lsb", "worst_cause", "finding", "waiver", "reason", "repro",
+                   "failure_file")
+#: the matrix's cell states: (class, colour, legend)
+CELLS = (("new", "#ec7063", "new failures or errors, or failing as a whole (outlined)"),
+         ("known", "#c39bd3", "known failures only (findings, waivers)"),
+         ("tolerance", "#f9e79f", "within tolerance, not bit-exact"),
+         ("exact", "#a9dfbf", "every element bit-exact"),
+         ("nodata", "#eeeeee", "nothing compared (unsupported)"))
 
+# A command's <code> has width 0 and grows into what its row leaves (flex): however long, it never
+# widens its table; it stays on one line and scrolls in its own box. Long tables scroll in a .box.
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.2em 2em;color:#222}
-h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ddd}
+h1{font-size:1.3em;margin:.2em 0}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:13px;margin:.5em 0}
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f2f2f2}table.sortable th{cursor:pointer}table.sortable th:hover{background:#e4e4e4}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
-td.cell{text-align:center;min-width:6em}td.cell.failing{outline:3px solid #000;outline-offset:-3px;font-weight:bold}
+td.cell{text-align:center;min-width:6em}td.cell.new{outline:3px solid #000;outline-offset:-3px;font-weight:bold}
+.verdict{font-size:1.35em;font-weight:bold;padding:.5em .8em;margin:.5em 0;border-radius:4px;border:2px solid}
+.verdict.FAIL{background:#fdecea;border-color:#c0392b;color:#922b21}
+.verdict.PASS{background:#e9f7ef;border-color:#27ae60;color:#1e8449}
+.verdict.INCOMPLETE{background:#fef5e7;border-color:#e67e22;color:#a04000}
 .alert{background:#fdecea;border:2px solid #c0392b;padding:.6em 1em;margin:.6em 0}
 .note{background:#fff8e1;border:1px solid #f1c40f;padding:.5em 1em;margin:.6em 0}
-code{font-size:12px;background:#f6f6f6;padding:1px 3px;word-break:break-all}
+code{font-size:12px;background:#f6f6f6;padding:1px 3px}
+.cmd{display:flex;align-items:center;gap:6px;margin:2px 0}
+.cmd code{width:0;flex:1 1 auto;display:block;white-space:pre;overflow-x:auto;user-select:all;padding:3px 6px;
+  border:1px solid #ddd;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.cmd .muted,.cmd button{flex:none;white-space:nowrap}.cmd button{font-size:11px;padding:2px 8px;cursor:pointer}
+td .cmd{width:28em}tr.repro td .cmd{width:auto}
+table.full{width:100%}tr.repro td{border-top:none;background:#fafafa}
+td.why{min-width:14em}td.why div{max-width:36em;overflow-wrap:anywhere}td.id,.nw{white-space:nowrap}
+.worst{min-width:16em}
 img{max-width:100%;border:1px solid #eee;margin:4px}
-.muted{color:#777}.wide{overflow-x:auto}.wide td{white-space:nowrap}
+.muted{color:#777}.scroll,.wide{overflow-x:auto;max-width:100%}.wide td{white-space:nowrap}
+.box{overflow:auto;max-width:100%;max-height:36em;border:1px solid #ddd}.box table{margin:0}
+.box th{position:sticky;top:0;z-index:1}
+.legend span.sw{display:inline-block;width:1.1em;height:.9em;border:1px solid #999;vertical-align:middle;margin:0 .3em 0 .9em}
 """
 
 _JS = """
+document.addEventListener('click',function(ev){
+  var b=ev.target.closest&&ev.target.closest('button.copy');if(!b){return;}
+  var code=b.parentElement.querySelector('code'),text=code.textContent,sel=window.getSelection(),r=document.createRange();
+  r.selectNodeContents(code);sel.removeAllRanges();sel.addRange(r);
+  function said(ok){b.textContent=ok?'copied':'selected: Ctrl-C';setTimeout(function(){b.textContent='copy';},1500);}
+  function legacy(){var ok=false;try{ok=document.execCommand('copy');}catch(e){}said(ok);}
+  if(navigator.clipboard&&window.isSecureContext){navigator.clipboard.writeText(text).then(function(){said(true);},legacy);}
+  else{legacy();}
+});
 window.addEventListener('load',function(){document.querySelectorAll('img').forEach(function(i){
   i.setAttribute('data-w',i.naturalWidth);});document.body.setAttribute('data-loaded','1');});
 document.querySelectorAll('table.sortable').forEach(function(t){
@@ -100,19 +140,66 @@ def _table(cols: list[str], rows: list[list[Any]], id_: str | None = None, numer
     return "".join(out)
 
 
-def _cell_color(pct: float | None, failed: int, ran: int) -> str:
-    if pct is None:
-        return "#eeeeee"
-    if pct >= 100.0:
-        return "#a9dfbf"
-    if failed:
-        return "#f5b7b1" if pct >= 99 else "#ec7063"
-    return "#f9e79f" if pct >= 99 else "#f8c471"
+def _number(v) -> float | None:
+    """A summary value as a float; None for a missing or NaN one."""
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+
+
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _state(r: dict) -> str:
+    """The matrix cell's state (a :data:`CELLS` class) of a summary row (``group_failure`` /
+    ``group_known``: the (op, target) judged whole, reports.causes.judge_group)."""
+    pct = _number(r.get("bit_exact_pct"))
+    if int(r.get("failed_new") or 0) + int(r.get("errors_new") or 0) or r.get("group_failure"):
+        return "new"
+    if int(r.get("failed_known") or 0) + int(r.get("errors_known") or 0) or r.get("group_known"):
+        return "known"
+    return "nodata" if pct is None else "exact" if pct >= 100.0 else "tolerance"
 
 
 def _failing_order(r: dict):
     return (-int((r.get("causes") or {}).get("unexplained", 0) > 0), r.get("status") == _WAIVED,
             -(r.get("max_abs_lsb") or 0), r.get("case_id") or "")
+
+
+class _Failing:
+    """Failing rows of one kind: the FAILING_CAP first by _failing_order, and how many there were."""
+
+    def __init__(self):
+        self.rows: list[dict] = []
+        self.n = 0
+
+    def add(self, r: dict) -> None:
+        self.n += 1
+        self.rows.append({k: r[k] for k in _FAILING_FIELDS if k in r})
+        if len(self.rows) >= 2 * FAILING_CAP:   # sort is stable: the same as sorting them all at the end
+            self.rows.sort(key=_failing_order)
+            del self.rows[FAILING_CAP:]
+
+    def first(self) -> list[dict]:
+        return sorted(self.rows, key=_failing_order)[:FAILING_CAP]
+
+
+def _cmd(text: str, label: str = "") -> str:
+    """A command on one line: selected whole by a click, copied by its button."""
+    lab = f'<span class="muted">{_e(label)}</span>' if label else ""
+    return (f'<div class="cmd">{lab}<code>{_e(text)}</code>'
+            f'<button type="button" class="copy" title="copy the command">copy</button></div>')
+
+
+def _repro(r: dict) -> str:
+    out = _cmd(r["repro"], "reproduce:") if r.get("repro") else ""
+    if r.get("failure_file"):
+        out += _cmd(f"qconform shrink {shlex.quote(str(r['failure_file']))}",   # (judged as the run did: the file says how)
+                    "smallest failing input:")
+    return out
+
+
+def _causes_text(r: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in (r.get("causes") or {}).items())
 
 
 class Page:
@@ -125,8 +212,8 @@ class Page:
         self.ops: dict[str, None] = {}                       # in the order of first rows
         self.targets: dict[str, None] = {}
         self.hists: dict[str, dict[str, HistTally]] = {}     # op -> target -> error histogram
-        self.failing: list[dict] = []                        # the FAILING_CAP first by _failing_order
-        self.n_failing = 0
+        self.new = _Failing()                                # failures and errors no finding or waiver explains
+        self.known = _Failing()                              # those a finding or a waiver does
         self.unsupported: dict[tuple[str, str], list] = {}   # (target, reason) -> [cases, first 8 ids]
         self.expired: list[dict] = []                        # rows that a waiver no longer covers
         self.unneeded: list[dict] = []                       # waived rows that pass now
@@ -144,12 +231,9 @@ class Page:
         if r.get("elements") is not None and status != _UNSUPPORTED:
             by_target = self.hists.setdefault(r.get("op"), {})
             (by_target.get(r.get("target")) or by_target.setdefault(r.get("target"), HistTally())).add(r)
-        if status in BAD or status == _WAIVED:
-            self.n_failing += 1
-            self.failing.append({k: r[k] for k in _FAILING_FIELDS if k in r})
-            if len(self.failing) >= 2 * FAILING_CAP:   # sort is stable: the same as sorting them all at the end
-                self.failing.sort(key=_failing_order)
-                del self.failing[FAILING_CAP:]
+        kind = failure_kind(r)
+        if kind is not None:
+            (self.new if kind.endswith("_new") else self.known).add(r)
         if status == _UNSUPPORTED:
             u = self.unsupported.setdefault((r.get("target"), r.get("reason", "")), [0, []])
             u[0] += 1
@@ -169,6 +253,11 @@ def build_html(rows: Iterable[dict], run_info: dict | None = None, certificate: 
     return render(page, summary.table(), summary.pair_table(), run_info, certificate)
 
 
+_SECTIONS = (("new-section", "new failures"), ("matrix-section", "matrix"), ("summary-section", "summary"),
+             ("causes-section", "causes"), ("histograms-section", "histograms"), ("latency-section", "latency"),
+             ("known-section", "known failures"), ("unsupported-section", "unsupported"), ("run-section", "run"))
+
+
 def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | None = None,
            certificate: dict | None = None) -> str:
     """The page: ``table`` is the summary (reports.summary.Summary.table), ``pairs`` the same per
@@ -176,16 +265,20 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
     (op, target) alone would keep only the last device's, a failing one hidden)."""
     ops, targets = list(page.ops), list(page.targets)
     s = {(r["op"], r["target"]): r for r in pairs}
-    n = page.statuses.get
+    tot = totals(pairs)
 
     parts: list[str] = []
     run_id = (run_info or {}).get("run_id") or page.run_id or "?"
     parts.append(f"<h1>qconform report &mdash; run {_e(run_id)}</h1>")
-    n_bad = sum(c for st, c in page.statuses.items() if st in BAD)
-    parts.append(f'<p>{page.rows} results, {len(ops)} ops, {len(targets)} targets: '
-                 f'{n(_PASS, 0)} passed, {n_bad} failed or errored, '
-                 f'{n(_WAIVED, 0)} waived, '
-                 f'{n(_UNSUPPORTED, 0)} unsupported.</p>')
+    word, line = verdict(tot, run_info)
+    parts.append(f'<div class="verdict {word}" id="verdict">{word}: {_e(line)}</div>')
+    parts.append(f'<p id="counts">{page.rows} results, {len(ops)} ops, {len(targets)} targets: '
+                 f'{tot["passed"]} passed, <b>{_n(tot["new"], "new failure")}</b> ({_n(tot["failed_new"], "fail")}, '
+                 f'{_n(tot["errors_new"], "error")}), {tot["known"]} known ({_n(tot["findings"], "finding")}, '
+                 f'{tot["waived"]} waived), {tot["unsupported"]} unsupported.</p>')
+    parts.append('<p class="muted">' + " &middot; ".join(
+        f'<a href="#{a}">{_e(name)}</a>' for a, name in _SECTIONS
+        if a != "unsupported-section" or page.unsupported) + "</p>")
 
     # ---- alerts
     if run_info is None:
@@ -207,39 +300,69 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
         for p in certificate.get("waiver_problems", []):
             parts.append(f'<div class="alert">certificate: {_e(p)}</div>')
 
+    # ---- new failures: what fails the run, each with its reproduction
+    parts.append('<h2 id="new-section">New failures</h2>')
+    new = page.new.first()
+    if new:
+        parts.append("<p>Failures and errors that no known finding (suite/core/findings.toml) or waiver explains: "
+                     "unexplained mismatches first, then by max |error|.</p>")
+        head = "".join(f"<th>{c}</th>" for c in ("case", "target", "status", "max |err|", "worst element",
+                                                 "cause"))
+        rows = []
+        for r in new:
+            off = (f"{fmt(r.get('max_abs_lsb'))} LSB; {r.get('mismatches')}/{r.get('elements')} off"
+                   if r.get("max_abs_lsb") is not None else "")
+            if r.get("status") == Status.FAIL.value:
+                why = (f"<b>{_e(r.get('worst_cause') or '')}</b>" + (f'<br><span class="muted">all: '
+                       f'{_e(_causes_text(r))}</span>' if r.get("causes") else ""))
+            else:
+                why = _e(r.get("reason", ""))
+            rows.append(f"<tr><td class=\"id\">{_e(r.get('case_id'))}</td><td>{_e(r.get('target'))}</td>"
+                        f"<td>{_e(r.get('status'))}</td><td>{_e(off)}</td><td>{_e(worst_text(r))}</td>"
+                        f'<td class="why"><div>{why}</div></td></tr><tr class="repro"><td colspan="6">{_repro(r)}</td></tr>')
+        parts.append(f'<div class="box"><table class="full" id="new-failures"><thead><tr>{head}</tr></thead>'
+                     f'<tbody>{"".join(rows)}</tbody></table></div>')
+        if page.new.n > len(new):
+            parts.append(f"<p>{page.new.n - len(new)} more new failures are not listed (the first {len(new)} are): "
+                         f"results.jsonl and results.parquet hold them all.</p>")
+    else:
+        known = f"; the {tot['known']} known ones are listed below" if tot["known"] else ""
+        parts.append(f"<p>No new failures{known}.</p>")
+    whole = [r for r in pairs if r.get("group_failure")]   # reports.causes.judge_group
+    if whole:
+        parts.append('<p id="whole">(op, target)s failing as a whole (bias, declared scheme):</p><ul>' + "".join(
+            f"<li><b>{_e(r['op'])} on {_e(r['target'])}</b>: {_e(r['group_failure'])}</li>" for r in whole) + "</ul>")
+
     # ---- matrix
     parts.append('<h2 id="matrix-section">Op x target matrix</h2>')
-    parts.append('<p class="muted">Cell: bit-exact % of elements, passed/cases; green: every element exact; '
-                 'yellow: within tolerance; red: failing cases (outlined).</p>')
-    hdr = "".join(f"<th>{_e(t)}</th>" for t in targets)
+    parts.append('<p class="legend">Cell: bit-exact % of the elements compared, passed/cases, new and known '
+                 'failures.' + "".join(f'<span class="sw" style="background:{c}"></span>{_e(text)}'
+                                        for _, c, text in CELLS) + "</p>")
+    colour = {k: c for k, c, _ in CELLS}
+    hdr = "".join(f"<th>{_e(x)}</th>" for x in targets)
     mrows = []
     for op in ops:
         cells = []
-        for t in targets:
-            r = s.get((op, t))
+        for tg in targets:
+            r = s.get((op, tg))
             if r is None:
                 cells.append('<td class="cell" style="background:#fff">&nbsp;</td>')
                 continue
-            pct = r.get("bit_exact_pct")
-            pct = None if pct is None or (isinstance(pct, float) and math.isnan(pct)) else float(pct)
-            failed = int(r.get("failed") or 0) + int(r.get("errors") or 0)
-            ran = int(r.get("cases") or 0) - int(r.get("unsupported") or 0)
-            mark = "&#10004;" if not failed and ran else ("&#10008;" if failed else "&ndash;")
+            pct, state = _number(r.get("bit_exact_pct")), _state(r)
+            n_new = int(r.get("failed_new") or 0) + int(r.get("errors_new") or 0)
+            n_known = int(r.get("failed_known") or 0) + int(r.get("errors_known") or 0)
+            mark = {"new": "&#10008;", "known": "&#10033;", "nodata": "&ndash;"}.get(state, "&#10004;")
             label = "unsupported" if pct is None else f"{fmt(pct)}%"
-            cls = "cell failing" if failed else "cell"
-            cells.append(f'<td class="{cls}" data-v="{"" if pct is None else pct}" '
-                         f'style="background:{_cell_color(pct, failed, ran)}" '
-                         f'title="{_e(op)} on {_e(t)}">{mark} {label}<br><small>{r.get("passed")}/{r.get("cases")}'
-                         f'{f" &middot; {failed} failed" if failed else ""}</small></td>')
+            more = (f" &middot; {n_new} new" if n_new else "") + (f" &middot; {n_known} known" if n_known else "")
+            more += " &middot; as a whole" if state in ("new", "known") and not (n_new or n_known) else ""
+            title = "; ".join(filter(None, [f"{op} on {tg}", r.get("findings"), r.get("group_failure"),
+                                            r.get("group_known")]))
+            cells.append(f'<td class="cell {state}" data-v="{"" if pct is None else pct}" '
+                         f'style="background:{colour[state]}" title="{_e(title)}">{mark} {label}<br>'
+                         f'<small>{r.get("passed")}/{r.get("cases")}{more}</small></td>')
         mrows.append(f"<tr><td>{_e(op)}</td>{''.join(cells)}</tr>")
-    parts.append(f'<table class="sortable" id="matrix"><thead><tr><th>op</th>{hdr}</tr></thead>'
-                 f'<tbody>{"".join(mrows)}</tbody></table>')
-    if ops and targets:
-        pct = {k: (None if v.get("bit_exact_pct") is None or (isinstance(v.get("bit_exact_pct"), float)
-                                                           and math.isnan(v["bit_exact_pct"]))
-                   else float(v["bit_exact_pct"])) for k, v in s.items()}
-        failed = {k: int(v.get("failed") or 0) + int(v.get("errors") or 0) for k, v in s.items()}
-        parts.append(_img(plots.matrix_svg(ops, targets, pct, failed), "bit-exact matrix", "matrix-plot"))
+    parts.append(f'<div class="wide"><table class="sortable" id="matrix"><thead><tr><th>op</th>{hdr}</tr></thead>'
+                 f'<tbody>{"".join(mrows)}</tbody></table></div>')
 
     # ---- summary
     parts.append('<h2 id="summary-section">Summary per op and target</h2>')
@@ -247,8 +370,8 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
         cols = list(table[0])
         numeric = {c for c in cols if c not in ("op", "target", "device", "best_scheme", "findings")}
         nan = float("nan")   # an empty cell shows "-", as in summary.md
-        parts.append('<div class="wide">' + _table(cols, [[nan if r[c] is None else r[c] for c in cols]
-                                                          for r in table], "summary", numeric) + "</div>")
+        parts.append('<div class="box wide">' + _table(cols, [[nan if r[c] is None else r[c] for c in cols]
+                                                              for r in table], "summary", numeric) + "</div>")
     else:
         parts.append("<p>(no results)</p>")
 
@@ -267,7 +390,8 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
     if crow:
         cols = ["op", "target", "unexplained", "saturation", "scheme", "tie", "mismatches", "best_scheme",
                 "best_scheme_exact_pct"]
-        parts.append(_table(cols, crow, "causes", set(cols[2:7] + ["best_scheme_exact_pct"])))
+        parts.append('<div class="box wide">' + _table(cols, crow, "causes", set(cols[2:7] + ["best_scheme_exact_pct"]))
+                     + "</div>")
         parts.append(_img(plots.causes_svg([f"{x[0]} @ {x[1]}" for x in crow],
                                            {c: [x[2 + i] for x in crow] for i, c in
                                             enumerate(["unexplained", "saturation", "scheme", "tie"])}),
@@ -307,30 +431,24 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
     else:
         parts.append("<p>No latency samples.</p>")
 
-    # ---- failing cases
-    parts.append('<h2 id="failures-section">Failing cases</h2>')
-    bad = sorted(page.failing, key=_failing_order)[:FAILING_CAP]
-    if bad:
-        frows = []
-        for r in bad:
-            causes = ", ".join(f"{k} {v}" for k, v in (r.get("causes") or {}).items())
-            first = ""
-            if r.get("first_index") is not None:
-                first = f"out {r.get('first_output')} {r.get('first_index')}: got {r.get('got')}, want {r.get('want')}"
-            repro = f"<code>{_e(r.get('repro', ''))}</code>"
-            if r.get("failure_file"):
-                repro += (f"<br><span class=muted>smallest failing input:</span> <code>qconform shrink "
-                          f"{_e(r['failure_file'])} --target {_e(r['target'])}</code>")
-            frows.append([r.get("case_id"), r.get("target"), r.get("status"), r.get("max_abs_lsb"),
-                          r.get("mismatches"), r.get("elements"), causes, first, r.get("reason", ""), repro])
-        cols = ["case", "target", "status", "max_abs_lsb", "mismatches", "elements", "causes", "first mismatch",
-                "reason", "reproduce"]
-        parts.append(_table(cols, frows, "failures", {"max_abs_lsb", "mismatches", "elements"}, {"reproduce"}))
-        if page.n_failing > len(bad):
-            parts.append(f'<p id="failures-more">{page.n_failing - len(bad)} more failing cases are not listed '
-                         f'(the first {len(bad)} are): results.jsonl and results.parquet hold them all.</p>')
+    # ---- known failures
+    parts.append('<h2 id="known-section">Known failures (findings and waivers)</h2>')
+    known = page.known.first()
+    if known:
+        frows = [[f'<span class="nw">{_e(r.get("case_id"))}</span>', r.get("target"), r.get("status"),
+                  r.get("finding") or r.get("waiver"), r.get("max_abs_lsb"), r.get("mismatches"), r.get("elements"),
+                  f'<div class="worst">{_e(worst_text(r))}</div>', _causes_text(r),
+                  _cmd(r["repro"]) if r.get("repro") else ""] for r in known]
+        cols = ["case", "target", "status", "finding or waiver", "max_abs_lsb", "mismatches", "elements",
+                "worst element", "causes", "reproduce"]
+        parts.append('<div class="box">' + _table(cols, frows, "known-failures", {"max_abs_lsb", "mismatches",
+                                                                                  "elements"},
+                                                  {"case", "worst element", "reproduce"}) + "</div>")
+        if page.known.n > len(known):
+            parts.append(f'<p id="known-more">{page.known.n - len(known)} more known failures are not listed '
+                         f'(the first {len(known)} are): results.jsonl and results.parquet hold them all.</p>')
     else:
-        parts.append("<p>No failing cases.</p>")
+        parts.append("<p>No known failures.</p>")
 
     # ---- unsupported
     if page.unsupported:

@@ -1,15 +1,16 @@
 """The report's charts, written directly as SVG text (numpy does the arithmetic; no plotting library).
 
-Why: drawing the four charts with matplotlib took about half a second per report (0.5 s of the
+Why: drawing the charts with matplotlib took about half a second per report (0.5 s of the
 0.62 s ``build_html`` on a 6,024-row run), and importing matplotlib about as much again. A chart
-is a few hundred rects, lines and texts: writing them as strings takes milliseconds.
+is a few hundred rects, lines and texts: writing them as strings takes milliseconds. (The op x
+target matrix is an HTML table of the page, not a chart: one matrix, one colour meaning.)
 
 How: ``_Svg`` collects elements (rect, line, text) as strings, in points (72 per inch;
 ``width``/``height`` are given in ``pt`` with a matching ``viewBox``, so a chart shows at its
 size in print units). ``_linear`` and ``_log`` map data to positions, ``_decades`` picks the
 ticks of a log axis (powers of ten, plain labels) and ``_nice`` those of a linear one, ``_legend``
-draws colour swatches in rows. Data marks are grouped by kind (``<g class="bars">``, ``cells``,
-``no-data``, ``failing``, ``legend``) for anyone reading the SVG. Text stays ``<text>`` (sans-serif):
+draws colour swatches in rows. Data marks are grouped by kind (``<g class="bars">``, ``legend``)
+for anyone reading the SVG. Text stays ``<text>`` (sans-serif):
 the browser draws the glyphs. Their width is only estimated (``_EM`` per character) to leave room
 for category names. Every string goes through XML escaping, and the output has no dates, random
 ids or hashes: the same inputs give the same bytes.
@@ -26,8 +27,6 @@ import numpy as np
 TARGET_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                  "#bcbd22", "#17becf"]
 CAUSE_COLORS = {"unexplained": "#d62728", "saturation": "#ff7f0e", "scheme": "#1f77b4", "tie": "#2ca02c"}
-NO_DATA = "#eeeeee"                                   # matrix cells without a bit-exact % (as in the HTML table)
-RAMP = ((90.0, "#c0392b"), (95.0, "#f1c40f"), (100.0, "#27ae60"))   # matrix colours: bit-exact % -> colour
 
 IN = 72.0          # points per inch
 _EM = 0.684        # estimated width of a character, in font sizes (about DejaVu Sans; only for leaving room)
@@ -179,73 +178,6 @@ def _legend(svg: _Svg, x: float, y: float, width: float, colors: dict[str, str],
 
 def _target_colors(targets: list[str]) -> dict[str, str]:
     return {t: TARGET_COLORS[j % len(TARGET_COLORS)] for j, t in enumerate(targets)}
-
-
-def _ramp(v: np.ndarray) -> list[str]:
-    """Colours of bit-exact percentages (clipped to the ramp's 90..100), as #rrggbb."""
-    at = [p for p, _ in RAMP]
-    rgb = np.array([[int(c[i:i + 2], 16) for i in (1, 3, 5)] for _, c in RAMP], dtype=float)
-    v = np.clip(np.asarray(v, dtype=float).ravel(), at[0], at[-1])
-    ch = np.rint(np.stack([np.interp(v, at, rgb[:, k]) for k in range(3)], axis=1)).astype(int)
-    return [f"#{r:02x}{g:02x}{b:02x}" for r, g, b in ch.tolist()]
-
-
-def matrix_svg(ops: list[str], targets: list[str], pct: dict[tuple[str, str], float | None],
-               failed: dict[tuple[str, str], int]) -> bytes:
-    """Heat map of bit-exact % per op x target; a cell with failures is outlined and marked.
-
-    Colours run red (90 % or less), yellow (95), green (100); cells at 100 % without failures are
-    plain green (the HTML matrix above has every number), cells without a percentage (None or
-    missing) are grey with "-". A colour bar on the right gives the scale.
-    """
-    cw, ch = 0.9 * IN, 0.32 * IN                                   # a cell
-    x0, y0 = 0.3 * IN + _width(ops), 0.55 * IN
-    x1, y1 = x0 + cw * len(targets), y0 + ch * len(ops)
-    svg = _Svg(x1 + 1.3 * IN, 0)
-    data = np.array([[np.nan if pct.get((op, t)) is None else pct[(op, t)] for t in targets] for op in ops],
-                    dtype=float).reshape(len(ops), len(targets))
-    nfail = np.array([[failed.get((op, t), 0) for t in targets] for op in ops],
-                     dtype=int).reshape(len(ops), len(targets))
-    i, j = np.indices(data.shape)
-    cx, cy = x0 + j * cw, y0 + i * ch                              # cell corners
-    have = ~np.isnan(data)
-    svg.open("cells", ' shape-rendering="crispEdges"')        # no seams between neighbours
-    svg.rects(cx[have], cy[have], cw, ch, _ramp(data[have]))
-    svg.close()
-    svg.open("no-data", ' shape-rendering="crispEdges"')
-    svg.rects(cx[~have], cy[~have], cw, ch, NO_DATA)
-    svg.close()
-    svg.open("failing")
-    for a, b in zip(cx[nfail > 0].tolist(), cy[nfail > 0].tolist()):
-        svg.rect(a + 1, b + 1, cw - 2, ch - 2, stroke="#000000", stroke_width=2)
-    svg.close()
-    for (r, c), v in np.ndenumerate(data):
-        n = int(nfail[r, c])
-        if v == 100 and not n:
-            continue
-        text = "-" if math.isnan(v) else "100" if v == 100 else f"{v:.3g}" if v < 99.95 else ">99.9"
-        svg.text(x0 + (c + 0.5) * cw, y0 + (r + 0.5) * ch, text + (f"\n{n} fail" if n else ""), 7, "middle",
-                 "center")
-    for r, op in enumerate(ops):
-        svg.text(x0 - 3.5, y0 + (r + 0.5) * ch, op, 10, "end", "center")
-    for c, t in enumerate(targets):
-        svg.text(x0 + (c + 0.5) * cw, y1 + 6, t, 10, "end", "top", rotate=-30)
-    if ops and targets:
-        _frame(svg, x0, y0, x1, y1)
-    svg.text(svg.w / 2, y0 - 8, "bit-exact % per op x target\n(plain green: 100; outlined: failing cases; "
-             "grey: no data)", 10, "middle")
-    # the colour bar: 90 at the bottom, 100 at the top, 2 to 5 in tall (room for its label)
-    bx, bh = x1 + 0.2 * IN, max(min(y1 - y0, 5 * IN), 2 * IN)
-    svg.rect(bx, y0, 0.18 * IN, bh, "url(#ramp)", stroke="#000000")
-    to_y = _linear(90, 100, y0 + bh, y0)
-    for v in range(90, 101, 2):
-        y = float(to_y(v))
-        svg.line(bx + 0.18 * IN, y, bx + 0.18 * IN + 3.5, y)
-        svg.text(bx + 0.18 * IN + 5.5, y, str(v), 10, valign="center")
-    svg.text(bx + 0.18 * IN + 0.45 * IN, y0 + bh / 2, "bit-exact % (clipped at 90)", 10, "middle", "center", rotate=-90)
-    svg.h = max(y1, y0 + bh) + (0.3 + 0.06 * max((len(str(t)) for t in targets), default=1)) * IN
-    stops = "".join(f'<stop offset="{_f((p - 90) / 10)}" stop-color="{c}"/>' for p, c in RAMP)
-    return svg.bytes(f'<linearGradient id="ramp" x1="0" y1="1" x2="0" y2="0">{stops}</linearGradient>')
 
 
 def histograms_svg(hists: dict[str, dict[str, dict[str, int]]], targets: list[str], order, slots: int = 36) -> bytes:

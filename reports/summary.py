@@ -16,11 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from reports.causes import SchemeTally
+from reports.causes import BiasTally, SchemeTally, judge_group
 from suite.core.verdict import ERRORS, Status
 
 COLUMNS = ["op", "target", "cases", "passed", "failed", "unsupported", "errors", "bit_exact_pct",
            "max_abs_lsb", "mean_err_lsb", "p50_latency_us"]
+#: failures and errors apart: "known" = explained by a finding (suite/core/findings.toml) or covered
+#: by a waiver, "new" = the rest, what fails the run. Always the table's last columns.
+KNOWN_COLUMNS = ["failed_new", "failed_known", "errors_new", "errors_known"]
 SUMMARY_CSV = "summary.csv"
 SUMMARY_MD = "summary.md"
 
@@ -54,10 +57,15 @@ class Group:
         self.findings: set[str] = set()
         self.prefer: str | None = None   # the run's scheme (the first row's): best_scheme's tie-break
         self.schemes = SchemeTally()
+        self.bias = BiasTally()
+        self.known = dict.fromkeys(KNOWN_COLUMNS, 0)
 
     def add(self, row: dict) -> None:
         s = row.get("status")
         self.statuses[s] = self.statuses.get(s, 0) + 1
+        kind = failure_kind(row)
+        if kind is not None:
+            self.known[kind] += 1
         lat = _number(row.get("p50_us"))
         if lat is not None:
             self.latency.append(lat)
@@ -77,6 +85,7 @@ class Group:
         if mx is not None and (self.max_abs is None or mx > self.max_abs):
             self.max_abs = mx
         self.schemes.add(row)
+        self.bias.add(row)
 
     def row(self, key: dict[str, Any]) -> dict[str, Any]:
         """The summary row: ``key`` (op, target[, device]) and the group's columns."""
@@ -100,7 +109,19 @@ class Group:
         if self.findings:
             r["findings"] = ",".join(sorted(self.findings))
         r.update(self.schemes.columns(self.prefer))
+        r.update(self.bias.columns())
+        r.update(self.known)
         return r
+
+
+def failure_kind(row: dict) -> str | None:
+    """The :data:`KNOWN_COLUMNS` column a failing or erring row counts in (a waived row: as what
+    it was before its waiver); None for the others."""
+    s, known = row.get("status"), bool(row.get("finding"))
+    if s == Status.WAIVED.value:
+        s, known = row.get("waived_status") or Status.FAIL.value, True
+    what = "failed" if s == Status.FAIL.value else "errors" if s in _ERRORS else None
+    return what and f"{what}_{'known' if known else 'new'}"
 
 
 def _device(row: dict) -> str:
@@ -111,12 +132,18 @@ def _device(row: dict) -> str:
 class Summary:
     """Rows in, one summary row per (op, target) out; per (op, target, device) when any row has a
     device (a farm run). Groups are in the order of their first rows; rows without an op or a
-    target are left out."""
+    target are left out.
 
-    def __init__(self):
+    Each group is also judged whole (reports.causes.judge_group: its bias under ``policy``, a
+    suite.core.tolerance.Policy, with the targets' ``versions``; the scheme each target declares in
+    ``expected``, {target: scheme}); :attr:`verdicts` keeps the failures of each (op, target)."""
+
+    def __init__(self, policy=None, versions: dict | None = None, expected: dict | None = None):
         self.groups: dict[tuple, Group] = {}   # (op, target, device)
         self.pairs: dict[tuple, Group] = {}    # (op, target): the matrix of a farm run counts every device
         self.devices = False
+        self.policy, self.versions, self.expected = policy, versions or {}, expected or {}
+        self.verdicts: dict[tuple, list[dict]] = {}   # (op, target) -> judge_group's failures (pair_table)
 
     def add(self, row: dict) -> None:
         op, target = row.get("op"), row.get("target")
@@ -133,21 +160,35 @@ class Summary:
     def table(self) -> list[dict[str, Any]]:
         """The summary: per (op, target[, device]), as summary.csv has it."""
         if self.devices:
-            return _columns([g.row({"op": k[0], "target": k[1], "device": k[2]}) for k, g in self.groups.items()])
+            return _columns([self._row(g, {"op": k[0], "target": k[1], "device": k[2]})
+                             for k, g in self.groups.items()])
         return self.pair_table()
 
     def pair_table(self) -> list[dict[str, Any]]:
         """Per (op, target), every device together."""
-        return _columns([g.row({"op": k[0], "target": k[1]}) for k, g in self.pairs.items()])
+        return _columns([self._row(g, {"op": k[0], "target": k[1]}) for k, g in self.pairs.items()])
+
+    def _row(self, g: Group, key: dict[str, Any]) -> dict[str, Any]:
+        r = g.row(key)
+        cols, failures = judge_group(key["op"], key["target"], g.bias, g.schemes, self.policy,
+                                     self.versions.get(key["target"]), self.expected.get(key["target"]), g.prefer)
+        r.update(cols)
+        known = sorted({f["finding"] for f in failures if f["finding"]} - set((r.get("findings") or "").split(",")))
+        if known:
+            r["findings"] = ",".join(filter(None, [r.get("findings"), *known]))
+        if "device" not in key:
+            self.verdicts[(key["op"], key["target"])] = failures
+        return r
 
 
 def _columns(rows: list[dict]) -> list[dict]:
     """Every row with the same columns: the group keys and :data:`COLUMNS` first, then the others
-    in the order they first appear; a column a row lacks is None there."""
+    in the order they first appear, :data:`KNOWN_COLUMNS` last; a column a row lacks is None there."""
     keys = [k for k in ("op", "target", "device") if rows and k in rows[0]]
     seen = dict.fromkeys(keys + [c for c in COLUMNS if c not in keys])
     for r in rows:
-        seen.update(dict.fromkeys(r))
+        seen.update(dict.fromkeys(c for c in r if c not in KNOWN_COLUMNS))
+    seen.update(dict.fromkeys(KNOWN_COLUMNS if rows else ()))
     return [{c: r.get(c) for c in seen} for r in rows]
 
 
@@ -157,6 +198,75 @@ def summarize(rows: Iterable[dict]) -> list[dict[str, Any]]:
     for r in rows:
         s.add(r)
     return s.table()
+
+
+def totals(summary: list[dict]) -> dict[str, int]:
+    """The run's counts, from its summary rows: cases, passed, unsupported, waived and
+    :data:`KNOWN_COLUMNS` summed; ``new`` and ``known`` (failures and errors together),
+    ``findings`` (known, not waived) and ``pairs_new``: the (op, target)s with a new one."""
+    t = {c: sum(int(r.get(c) or 0) for r in summary) for c in ("cases", "passed", "unsupported", "waived", *KNOWN_COLUMNS)}
+    t["new"], t["known"] = t["failed_new"] + t["errors_new"], t["failed_known"] + t["errors_known"]
+    t["findings"] = t["known"] - t["waived"]
+    t["pairs_new"] = len({(r["op"], r["target"]) for r in summary if _new(r)})
+    t["groups_new"] = len({(r["op"], r["target"]) for r in summary if r.get("group_failure")})   # judge_group
+    return t
+
+
+def _new(r: dict) -> int:
+    return int(r.get("failed_new") or 0) + int(r.get("errors_new") or 0)
+
+
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def verdict_line(t: dict[str, int]) -> str:
+    """"2 new failures (1 fail, 1 error) in 2 (op, target)s; 110 known (findings), 0 waived"."""
+    head = (f"{_n(t['new'], 'new failure')} ({_n(t['failed_new'], 'fail')}, {_n(t['errors_new'], 'error')}) "
+            f"in {_n(t['pairs_new'], '(op, target)')}") if t["new"] else "no new failures"
+    if t.get("groups_new"):   # (op, target)s whose cases pass but whose whole fails: bias, declared scheme
+        head = ("no new failing cases" if not t["new"] else head) + (
+            f"; {_n(t['groups_new'], '(op, target)')} failing as a whole (bias or declared scheme)")
+    return f"{head}; {t['findings']} known (findings), {t['waived']} waived"
+
+
+def verdict(t: dict[str, int], run_info: dict | None) -> tuple[str, str]:
+    """The run in one word and a line: FAIL (a new failure, or pytest's exit status was not 0),
+    INCOMPLETE (no run.json, or the run did not finish: what ran so far is no PASS) or PASS."""
+    line = verdict_line(t)
+    status = (run_info or {}).get("exit_status")
+    if t["new"] or t.get("groups_new"):
+        return "FAIL", line
+    if not run_info or not run_info.get("finished") or run_info.get("interrupted") or status == 2:
+        return "INCOMPLETE", f"the run did not finish; {line}"
+    if status not in (0, None):
+        return "FAIL", f"pytest's exit status was {status} (see its output: e.g. known failures under --runxfail); {line}"
+    return "PASS", line
+
+
+def with_failures(summary: list[dict], known: bool = True) -> list[dict]:
+    """The rows with a new failure or error, then (``known``) those with known ones only."""
+    return ([r for r in summary if _new(r)]
+            + [r for r in summary if known and not _new(r) and (r.get("failed_known") or r.get("errors_known"))])
+
+
+#: the terminal's columns of the rows with failures
+FAILING_COLUMNS = ["op", "target", "device", "cases", "passed", "failed_new", "errors_new", "failed_known",
+                   "errors_known", "waived", "unsupported", "bit_exact_pct", "max_abs_lsb", "best_scheme", "findings"]
+
+
+def worst_text(row: dict) -> str:
+    """A failing row's worst element: "out 0 [0, 3, 1, 2]: got 17, want 15 (+2 LSB, cause: scheme x)"
+    (a row judged before rows had one: its first mismatch, so named)."""
+    if row.get("worst_index") is None:
+        if row.get("first_index") is None:
+            return ""
+        return (f"first mismatch out {row.get('first_output')} {row['first_index']}: got {row.get('got')}, "
+                f"want {row.get('want')}")
+    why = [f"{row['worst_err_lsb']:+d} LSB"] if isinstance(row.get("worst_err_lsb"), int) else []
+    why += [f"cause: {row['worst_cause']}"] if row.get("worst_cause") else []
+    return (f"out {row.get('worst_output')} {row['worst_index']}: got {row.get('worst_got')}, want "
+            f"{row.get('worst_want')}" + (f" ({', '.join(why)})" if why else ""))
 
 
 def columns_of(summary: list[dict]) -> list[str]:
@@ -184,9 +294,38 @@ def to_markdown(summary: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def markdown_file(summary: list[dict]) -> str:
-    """summary.md."""
-    return "# qconform summary\n\n" + to_markdown(summary)
+#: summary.md lists at most this many new failures (index.html and results.jsonl have them all)
+MD_NEW_CAP = 100
+
+
+def _md(v) -> str:
+    return fmt(v).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[dict] | None = None,
+                  n_new: int | None = None) -> str:
+    """summary.md: the verdict, the new failures (``new``: their rows, as reports.html.Page keeps
+    them, ``n_new`` of them in all; and their (op, target)s), then the whole table."""
+    word, line = verdict(totals(summary), run_info)
+    out = [f"# qconform summary\n\n**{word}: {line}**\n"]
+    if new:
+        out.append("## New failures\n")
+        out.append("| case | target | status | max_abs_lsb | worst element | reason | reproduce |\n|---|---|---|---|---|---|---|")
+        out += ["| " + " | ".join(_md(v) for v in (
+            r.get("case_id"), r.get("target"), r.get("status"), r.get("max_abs_lsb"), worst_text(r),
+            r.get("reason"), f"`{r['repro']}`" if r.get("repro") else None)) + " |" for r in new[:MD_NEW_CAP]]
+        more = (n_new or len(new)) - min(len(new), MD_NEW_CAP)
+        out.append(f"\n{more} more: index.html and results.jsonl list them all.\n" if more > 0 else "")
+    bad = with_failures(summary, known=False)
+    if bad:
+        cols = [c for c in FAILING_COLUMNS if c in columns_of(summary)]
+        out.append("## (op, target)s with new failures\n\n" + to_markdown([{c: r.get(c) for c in cols} for r in bad]))
+    whole = [r for r in summary if r.get("group_failure")]   # reports.causes.judge_group
+    if whole:
+        out.append("## (op, target)s failing as a whole (bias, declared scheme)\n\n"
+                   + "".join(f"- {r['op']} on {r['target']}: {_md(r['group_failure'])}\n" for r in whole))
+    out.append("## Every (op, target)\n\n" + to_markdown(summary))
+    return "\n".join(out)
 
 
 def to_text(summary: list[dict], columns: list[str] | None = None) -> str:
@@ -194,7 +333,7 @@ def to_text(summary: list[dict], columns: list[str] | None = None) -> str:
     if not summary:
         return "(no results)"
     cols = columns or [c for c in columns_of(summary)
-                       if c in COLUMNS or c in ("device", "best_scheme", "best_scheme_exact_pct")]
+                       if c in COLUMNS or c in ("device", "best_scheme", "best_scheme_exact_pct", *KNOWN_COLUMNS)]
     cells = [list(cols)] + [[fmt(r.get(c)) for c in cols] for r in summary]
     widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
     out = []

@@ -17,7 +17,7 @@ import pytest
 from reports import terminal_lines, write_reports
 from reports.results import iter_rows
 from reports.runinfo import now, run_info, write_run_info
-from reports.summary import to_text
+from reports.summary import FAILING_COLUMNS, columns_of, to_text, totals, verdict_line, with_failures
 from suite.cases.files import load_case_files
 from suite.cases.generate import generate, generator_ops
 from suite.core.case import Case
@@ -31,12 +31,15 @@ from suite.harness.goldens import GoldenStore, folder_of
 from suite.harness.options import DEFAULT_REPORT_ROOT, RunOptions, checked, split_list
 from suite.harness.repro import TOLERANCE_COPY, check_reruns
 from suite.harness.run import Run
-from targets import DEFAULT_TARGETS, get_target
+from targets import DEFAULT_TARGETS, get_target, target_name
 from targets.remote import device_for_process, device_targets, plan_workers
 from targets.transport import parse_device_list
 
 SUITE_DIR = Path(__file__).resolve().parent
 SESSION = pytest.StashKey["QconformSession"]()
+#: a conformance test's duration (JUnit time, --durations): its verdict's ``seconds``, what its case cost
+#: the run, in place of its setup's wall time (the first test of a batch waits for the whole batch)
+SECONDS = pytest.StashKey[float]()
 _OWN_OPTIONS = ("--target", "--case-file", "--ops", "--cases-per-op", "--seed", "--report-dir",
                 "--tolerance", "--scheme", "--certify", "--device", "--resume", "--waivers")
 _PROPERTIES = tuple((k, f"qconform.{k}") for k in ("status", "bit_exact", "max_abs_lsb", "mismatches",
@@ -178,6 +181,8 @@ def qc_verdict(request, qc_case) -> Verdict:
         pytest.exit(f"qconform: {e}", returncode=pytest.ExitCode.INTERNAL_ERROR)
     request.node.user_properties.extend(   # JUnit XML <property> of each testcase
         (name, v.row[k]) for k, name in _PROPERTIES if v.row.get(k) is not None)
+    if v.seconds is not None:
+        request.node.stash[SECONDS] = v.seconds
     if v.outcome is Outcome.ERROR:
         raise QcTargetError(v.message)
     return v
@@ -210,16 +215,18 @@ class QconformSession:
         if self.resumed is not None:
             resume_mod.check_config(self.resumed, self.opts)
         self.targets, self.unavailable = self._targets(names)
-        self.opts = RunOptions(**{**self.opts.__dict__, "targets": tuple(self.targets)})
-        self.cases: list[Case] | None = load_case_files(list(self.opts.case_files)) if self.opts.case_files else None
+        self.opts = RunOptions(**{**self.opts.__dict__, "targets": tuple(self.selectors[n] for n in self.targets)})
+        self.cases: list[Case] | None = (load_case_files(list(self.opts.case_files), self.opts.scheme)
+                                         if self.opts.case_files else None)
         if self.cases is not None and self.opts.ops:
             self.cases = [c for c in self.cases if c.op in self.opts.ops]
         policy, waivers = load_policy(self.opts.tolerance_file), load_waivers(list(self.opts.waivers))
+        self.policy = policy   # the report judges whole (op, target)s under it, also as xdist's controller
         # the policy is judged by its exact text: its SHA-256 goes into run.json and every failure file
         policy_text = Path(policy.source).read_bytes()
         self.tolerance_digest = hashlib.sha256(policy_text).hexdigest()
         # failure files given again must be judged as their run judged them (suite/harness/repro.py)
-        self.reruns = check_reruns(list(self.opts.case_files), targets=list(self.targets), scheme=self.opts.scheme,
+        self.reruns = check_reruns(list(self.opts.case_files), targets=list(self.opts.targets), scheme=self.opts.scheme,
                                    tolerance_digest=self.tolerance_digest, device=self.device_text,
                                    timeout=self.opts.timeout) if self.opts.case_files else []
         if self.resumed is not None and self.resumed.options.get("tolerance_digest") not in (None, self.tolerance_digest):
@@ -276,7 +283,7 @@ class QconformSession:
             if not names:
                 raise QconformError("--device needs --target (e.g. --target=htp)", field="--device")
             devices = parse_device_list(o.device)
-            return device_targets(names, device_for_process(devices, self.worker_input), devices, opts), {}
+            return self._named(device_targets(names, device_for_process(devices, self.worker_input), devices, opts)), {}
         chosen, unavailable = {}, {}
         for n in names or DEFAULT_TARGETS:
             t = get_target(n, **opts.get(n, {}))
@@ -288,7 +295,19 @@ class QconformSession:
                                     rule="requested targets must be available (see `qconform targets`)")
             else:
                 unavailable[n] = why
-        return chosen, unavailable
+        return self._named(chosen), unavailable
+
+    def _named(self, by_selector: dict) -> dict:
+        """The targets by the name rows and test ids give them (targets.target_name: a module:Class
+        target's own name); ``self.selectors`` maps each back to its --target value (repro, resume)."""
+        named, self.selectors = {}, {}
+        for sel, t in by_selector.items():
+            name = target_name(sel)
+            if name in named:
+                raise QconformError(f"'{self.selectors[name]}' and '{sel}' are both named '{name}'",
+                                    field="--target", rule="one name, one target")
+            named[name], self.selectors[name] = t, sel
+        return named
 
     def versions(self, name: str) -> dict[str, str]:
         if self.run is not None:
@@ -332,10 +351,12 @@ class QconformSession:
                  f"scheme={self.opts.scheme}"]
         lines += [f"  target {n}: " + ", ".join(f"{k} {v}" for k, v in self.versions(n).items()) for n in self.targets]
         lines += [f"  target {n}: unavailable ({why})" for n, why in self.unavailable.items()]
+        by_selector = {sel: n for n, sel in self.selectors.items()}
         for path, j in self.reruns:   # another runtime release may fix (or break) it: said, not refused
-            if j.get("target") in self.targets and j.get("versions") != self.versions(j["target"]):
+            n = by_selector.get(j.get("target"))
+            if n is not None and j.get("versions") != self.versions(n):
                 lines.append(f"  note: {path} was judged with {j.get('versions')}; this run has "
-                             f"{self.versions(j['target'])}")
+                             f"{self.versions(n)}")
         if not self.targets:
             lines.append("  no target is available: see `qconform targets`")
         return lines
@@ -393,6 +414,8 @@ class QconformSession:
         rep = yield
         if call.excinfo is not None and call.excinfo.errisinstance(QcTargetError):
             rep.longrepr = str(call.excinfo.value)   # the verdict's message, not a traceback
+        if call.when == "setup" and SECONDS in item.stash:
+            rep.duration = item.stash[SECONDS]
         return rep
 
     @pytest.hookimpl(optionalhook=True)
@@ -426,10 +449,14 @@ class QconformSession:
         try:
             doc = self._write_run_info(finished=now(), exit_status=int(session.exitstatus),
                                        interrupted=self.interrupted)
-            self.report = write_reports(self.folder.path, policy=self.run.policy if self.run else None,
+            self.report = write_reports(self.folder.path, policy=self.policy,
                                         parquet_in_child=True,
                                         waivers=self.run.waivers if self.run else None,
                                         certify=self.opts.certify, run_info=doc)
+            # an (op, target) failing as a whole (its bias, its declared scheme) fails the run; judged
+            # from results.jsonl, so a resumed or xdist run gets the verdict of an uninterrupted one
+            if session.exitstatus == 0 and any(not g["finding"] for g in self.report.groups):
+                session.exitstatus = 1
             if complete and not self.filtered:
                 self.folder.mark_latest()
         except QconformError as e:
@@ -446,18 +473,29 @@ class QconformSession:
         rep = self.report
         if rep is None:
             return
-        if rep.summary:
-            tr.write_sep("=", "qconform: per-op x target summary")
-            if self.resumed is not None:
-                tr.write_line(f"resumed {self.resumed.dir}: {self.resumed.skipped} result(s) were recorded "
-                              f"already, the rest ran now")
-            tr.write_line(to_text(rep.summary))
+        if self.resumed is not None and rep.summary:
+            tr.write_line(f"qconform: resumed {self.resumed.dir}: {self.resumed.skipped} result(s) were recorded "
+                          f"already, the rest ran now")
+        # -v: every (op, target); default: those with failures, new first; -q: those with new ones
+        v = config.get_verbosity()
+        rows = rep.summary if v > 0 else with_failures(rep.summary, known=v == 0)
+        if rows:
+            tr.write_sep("=", "qconform: " + ("per-op x target summary" if v > 0 else "(op, target)s with new "
+                                              "failures" if v < 0 else "(op, target)s with failures, new first"))
+            tr.write_line(to_text(rows, None if v > 0 else [c for c in FAILING_COLUMNS if c in columns_of(rows)]))
+            if v <= 0:
+                tr.write_line("every (op, target): summary.md in the run folder, or -v")
         for line, markup in terminal_lines(rep):
             tr.write_line(line, **markup)
         if self.run is not None and self.run.goldens.store is not None:
             for p in self.run.goldens.store.problems:
                 tr.write_line(f"qconform: golden cache: {p}", yellow=True)
         tr.write_line(f"run folder: {self.folder.path}" + (" (interrupted)" if self.interrupted else ""))
+        if rep.summary:   # the last qconform line: the verdict, new failures apart from known ones
+            t = totals(rep.summary)
+            tr.write_line(f"qconform: {verdict_line(t)}" + (" (interrupted: the results so far)" if self.interrupted
+                                                             else ""), red=bool(t["new"] or t["groups_new"]),
+                          green=not (t["new"] or t["groups_new"]), bold=True)
 
     def pytest_unconfigure(self, config):
         if self._sigterm is not None:

@@ -7,7 +7,9 @@ user's own target class, and installed packages can register targets under the
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import re
 import traceback
 from importlib.metadata import entry_points
 from typing import Any
@@ -30,6 +32,11 @@ BUILTIN: dict[str, str] = {
 DEFAULT_TARGETS = ["ref", "tflite", "tflite-ref", "ort", "htp"]
 
 ENTRY_POINT_GROUP = "qconform.targets"
+
+DEFAULT_NAME = "target"   # Target.name of a class that sets none
+#: a target's name heads its rows, test ids (``<case id>:<name>``) and failure folder
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
+NAME_RULE = "a target name is 1 to 64 of [A-Za-z0-9._+-], starting with a letter or digit"
 
 
 def _entry_points() -> dict[str, Any]:
@@ -58,7 +65,9 @@ def load_class(spec: str) -> type[Target]:
                 raise QconformError(f"cannot load entry point '{spec}' ({eps[spec].value}): {_where(e)}",
                                     field="--target", rule="entry points must be importable") from None
             return _check_class(cls, spec)
-        raise QconformError(f"unknown target '{spec}' (known: {', '.join(known_names())}; "
+        close = difflib.get_close_matches(spec, known_names(), n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise QconformError(f"unknown target '{spec}' ({hint}known: {', '.join(known_names())}; "
                             f"or module:Class for your own)", field="--target", rule="target name")
     mod_name, _, cls_name = path.partition(":")
     try:
@@ -91,11 +100,34 @@ def _check_class(cls, spec) -> type[Target]:
     return cls
 
 
+def target_name(spec: str) -> str:
+    """The name rows, test ids and the summary give the target ``--target=spec`` selects: a
+    built-in's or an entry point's name as given; for ``module:Class``, the class's own ``name``
+    when it sets one (else the spec). A name that is not safe, or that another target has, is
+    a QconformError (field --target)."""
+    if spec in BUILTIN or ":" not in spec:
+        return spec
+    cls = load_class(spec)
+    name = getattr(cls, "name", DEFAULT_NAME)
+    if name == DEFAULT_NAME:
+        return spec
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise QconformError(f"'{spec}' has name {name!r}", field="--target", rule=NAME_RULE)
+    owner = {**BUILTIN, **{n: ep.value for n, ep in _entry_points().items()}}.get(name)
+    if owner is not None and owner != f"{cls.__module__}:{cls.__qualname__}":
+        raise QconformError(f"'{spec}' has name '{name}', the name of the target {owner}: set another "
+                            f"`name` in the class", field="--target", rule="one name, one target")
+    return name
+
+
 def get_target(spec: str, **options: Any) -> Target:
+    """The target ``spec`` selects; its ``name`` is :func:`target_name`, its ``selector`` the
+    ``--target`` value that selects it again (a repro command's)."""
     cls = load_class(spec)
     t = cls(**options)
-    if spec not in BUILTIN and ":" in spec and getattr(t, "name", "target") == "target":
-        t.name = spec
+    if spec not in BUILTIN and ":" in spec:
+        t.name = target_name(spec)
+    t.selector = spec
     return t
 
 

@@ -5,7 +5,7 @@ Self-contained (standard library + NumPy + the device's runtime; nothing from th
 qconform project), so it can be pushed next to a batch and run as::
 
     python3 device_runner.py WORKSPACE/manifest.json
-    python3 device_runner.py --probe            # device facts as JSON on stdout
+    python3 device_runner.py --probe [RUNTIME...]   # device facts as JSON on stdout
 
 The manifest (``qconform-batch/1``, JSON) names the runtime, its options, warm-up
 and timed runs, and every case: a model file, raw input files (dtype, shape) and
@@ -73,8 +73,16 @@ def _litert():
     """The LiteRT interpreter module: ai_edge_litert, or tflite_runtime on older boards."""
     try:
         from ai_edge_litert import interpreter
-    except ImportError:
-        from tflite_runtime import interpreter
+    except ImportError as first:
+        try:
+            from tflite_runtime import interpreter
+        except ModuleNotFoundError as e:
+            if e.name != "tflite_runtime":
+                raise                   # tflite_runtime is there but lacks something
+            if getattr(first, "name", None) != "ai_edge_litert":
+                raise first from None   # ai_edge_litert is there but broken
+            raise ModuleNotFoundError("No module named 'ai_edge_litert' (nor 'tflite_runtime')",
+                                      name="ai_edge_litert") from None
     return interpreter
 
 
@@ -385,6 +393,25 @@ def run_group(rt, group, ws, out_dir):
     return [m["tag"] for m in group["members"]]
 
 
+def probe(runtimes):
+    """The device facts (``runtimes``: each runtime's own facts) and ``runtime_errors``: each
+    runtime that cannot be set up here (imported, its execution provider registered), as a
+    batch would set it up."""
+    facts = device_facts(None, {})
+    facts["runtimes"], errors = {}, {}
+    for runtime in runtimes:
+        facts["runtimes"][runtime] = {k: v for k, v in device_facts(runtime, {}).items() if k not in facts}
+        try:
+            RUNTIMES[runtime]({})
+        except KeyError:
+            errors[runtime] = "not a runtime of this device runner"
+        except Exception as e:
+            errors[runtime] = f"{type(e).__name__}: {_short(e)}"
+    if errors:
+        facts["runtime_errors"] = errors
+    return facts
+
+
 def run_batch(manifest_path):
     ws = os.path.dirname(os.path.abspath(manifest_path))
     with open(manifest_path) as f:
@@ -429,11 +456,10 @@ def run_batch(manifest_path):
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--probe"]:
-        runtime = argv[1] if len(argv) > 1 else None
-        print(json.dumps(device_facts(runtime, {})))
+        print(json.dumps(probe(argv[1:])))
         return 0
     if len(argv) != 1:
-        print("usage: device_runner.py MANIFEST.json | --probe [RUNTIME]", file=sys.stderr)
+        print("usage: device_runner.py MANIFEST.json | --probe [RUNTIME...]", file=sys.stderr)
         return 2
     return run_batch(argv[0])
 

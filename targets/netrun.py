@@ -192,7 +192,10 @@ class NetrunTarget(RemoteTarget):
         self._libdir: str | None = None
 
     # ---- discovery
-    def availability(self):
+    def probe_runtime(self) -> str | None:
+        return None   # the profile's tool needs no python: the probe checks the connection only
+
+    def host_availability(self):
         if self.profile is None:
             return False, "needs a device profile: --netrun-profile FILE (see docs/devices.md)"
         ok, why = self.transport.available()
@@ -212,9 +215,7 @@ class NetrunTarget(RemoteTarget):
         return {self.device.label: dict(self._facts or {})}
 
     def batch_timeout(self, n: int) -> float:
-        if self.device.opt("timeout") is not None:
-            return self.device.float_opt("timeout", 0.0)
-        return 60.0 + float(self.profile["timeout"]) * n
+        return self.device.get("timeout") or 60.0 + float(self.profile["timeout"]) * n
 
     # ---- building
     def prepare(self, case, tag: str) -> _Prepared:

@@ -13,18 +13,26 @@ as for a local target; each row carries the device and its facts. As the local
 graph go to the device merged into one model (one session; ``?merge=0`` turns
 this off); a merged model the runtime refuses falls back to the cases alone.
 
+Before any case, each device is probed once (:func:`probe_device`, from
+:func:`device_targets` at configure): connect, then set up the runtimes the targets
+need with the device's python, within :data:`PROBE_BUDGET_S`; a device that fails
+is one usage error naming it and what failed.
+
 Faults: a dropped connection (:class:`~targets.transport.TransportError`, or a
 run that ended without the runner's completion line while the device no longer
 answers) triggers ``transport.reconnect()`` and a new attempt with the cases that
-did not finish (finished ones are kept from the partial pull); at most
-``retries`` such attempts (``?retries=N`` on the device, default 2), after which
-the unfinished cases are ``infra`` verdicts. A runner still going at its timeout
-(``?timeout=S`` per batch, default 60 s + 10 s per case) is killed on the device;
-the case it was running is a ``timeout`` verdict and the cases after it are run
-again. A runner that dies on a case (the connection being fine) makes that case
-a ``crash``; dying inside a merged batch gives no verdict, and its cases run alone
-in the next attempt. Every row records ``retries`` (how often its case was
-resubmitted) and ``batch_round_trips``.
+did not finish (finished ones are kept from the partial pull). The device has one
+budget of ``retries`` such failed attempts for the whole run (``?retries=N``,
+default 2; its targets share it); one more, or a reconnect that does not bring the
+device back within ``wait``, and the device is given up: the unfinished cases and
+every later one are ``infra`` verdicts at once, with no further connection attempt.
+A runner still going at its timeout (``?timeout=S`` per batch, default 60 s + 10 s
+per case) is killed on the device; the case it was running is a ``timeout`` verdict
+and the cases after it are run again. A runner that dies on a case (the connection
+being fine) makes that case a ``crash``; dying inside a merged batch gives no verdict,
+and its cases run alone in the next attempt (this spends nothing of the budget).
+Every row records ``retries`` (how often its case was resubmitted) and
+``batch_round_trips``.
 """
 
 from __future__ import annotations
@@ -33,6 +41,8 @@ import json
 import secrets
 import shutil
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -51,6 +61,11 @@ from targets.transport import (REMOTE_TIMEOUT_RCS, CommandResult, DeviceSpec, Tr
 RUNNER = Path(__file__).with_name("device_runner.py")
 DONE_MARK = "qconform-runner: done"
 DEFAULT_RETRIES = 2
+PROBE_BUDGET_S = 30.0        # a device's probe at start, cleanup included
+PROBE_CLEANUP_S = 5.0        # of which the probe's cleanup may take
+PROBE_GRACE_S = 2.0          # the host's wait for a probe command beyond its time limit on the device
+#: what to install on the device, per runtime of the device runner
+RUNTIME_PACKAGES = {"onnxruntime-qnn": "onnxruntime-qnn", "onnxruntime": "onnxruntime", "litert": "ai-edge-litert"}
 
 
 @dataclass(frozen=True)
@@ -108,10 +123,11 @@ class RemoteTarget(Target):
         self.device = parse_device(device) if isinstance(device, str) else device
         self._transport: Transport | None = None
         self._facts: dict[str, Any] | None = None
+        self._probed = False               # the device answered probe_device for this target
         self._no_merge: set[str] = set()   # case ids whose merged batch died: run alone from now on
         self._uid = secrets.token_hex(3)
         self._batches = 0
-        self.retries_max = int(self.device.float_opt("retries", DEFAULT_RETRIES))
+        self.retries_max = self.device.get("retries", DEFAULT_RETRIES)
 
     # ---- plumbing
     @property
@@ -127,12 +143,26 @@ class RemoteTarget(Target):
         return opts
 
     def batch_timeout(self, n: int) -> float:
-        if self.device.opt("timeout") is not None:
-            return self.device.float_opt("timeout", 0.0)
-        return 60.0 + 10.0 * n
+        return self.device.get("timeout") or 60.0 + 10.0 * n
 
     # ---- discovery
     def availability(self):
+        """What the host needs (the transport's client, the model builder), then the device's probe."""
+        ok, why = self.host_availability()
+        if not ok:
+            return False, why
+        try:
+            if not self._probed:
+                probe_device([self])
+        except QconformError as e:
+            return False, e.detail
+        return True, why
+
+    def probe_runtime(self) -> str | None:
+        """The device runner's runtime this target needs on the device (the probe sets it up)."""
+        return self.kind.runtime
+
+    def host_availability(self):
         ok, why = self.transport.available()
         if not ok:
             return False, why
@@ -156,21 +186,12 @@ class RemoteTarget(Target):
         return v
 
     def _probe(self) -> dict[str, Any]:
-        t = self.transport
-        stage = Path(tempfile.mkdtemp(prefix="qcprobe"))
-        ws = t.workspace(f"qconform-probe-{self._uid}")
+        """The facts of a target used without :func:`device_targets` (its device not probed yet)."""
         try:
-            shutil.copy(RUNNER, stage / "device_runner.py")
-            t.push(stage, ws)
-            res = t.run([t.python, f"{ws}/device_runner.py", "--probe", self.kind.runtime], timeout=60.0)
-            t.cleanup(ws)
-            if res.rc != 0:
-                return {"probe_error": f"runner exit {res.rc}: {res.tail(300)}"}
-            return json.loads(res.stdout.strip().splitlines()[-1])
-        except (TransportError, ValueError, IndexError) as e:
-            return {"probe_error": f"{type(e).__name__}: {e}"[:400]}
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
+            probe_device([self])
+        except QconformError as e:
+            return {"probe_error": e.detail}
+        return self._facts or {}
 
     def device_facts(self):
         """{device: facts} for run.json (probed once, or taken from the first batch)."""
@@ -223,7 +244,7 @@ class RemoteTarget(Target):
         """The cases that run as one merged model (as the local ort/htp targets batch them:
         targets/batching.py), in groups of at most ``max_batch``; the rest run one by one."""
         if (self.kind.model != "onnx" or len(prepared) < 2 or int(self.options.get("max_batch", 256)) < 2
-                or self.device.opt("merge", "1") in ("0", "no", "off", "false")):
+                or self.device.get("merge", 1) == 0):
             return []
         groups: dict[tuple, list[_Prepared]] = {}
         for p in prepared:
@@ -314,11 +335,19 @@ class RemoteTarget(Target):
                 outcomes[i] = Outcome.error(f"building the model failed: {type(e).__name__}: {e}"[:2000])
         retries = [0] * len(cases)
         todo = sorted(prepared)
-        if self._batches == 0 and todo:
-            self.before_first_batch()
-        self._batches += 1
         t = self.transport
         trips0 = t.round_trips
+        if todo and t.given_up is None and self._batches == 0:
+            try:
+                self.before_first_batch()
+            except TransportError as e:
+                self._give_up(f"setting up the device failed: {e}")
+        self._batches += 1
+        if todo and t.given_up is not None:   # given up earlier in the run: no connection, no wait
+            for i in todo:
+                outcomes[i] = Outcome.error(f"device {self.device.label}, earlier in this run: {t.given_up}",
+                                            status="infra")
+            todo = []
         failures, last_problem, last_status = 0, "", "infra"
         attempt = 0
         while todo:
@@ -332,13 +361,21 @@ class RemoteTarget(Target):
             todo = [i for i in todo if outcomes[i] is None]
             if problem:
                 last_problem, last_status = problem, status
-                if not resolved or status == "infra":
+                if status == "infra":   # the device failed: the run's budget for it
+                    t.failures += 1
+                    if t.given_up is None and t.failures > self.retries_max:
+                        self._give_up(f"gave up after {t.failures} failed attempt(s) in this run: {problem}")
+                elif not resolved:      # a merged batch died: its cases run alone next, so this ends
                     failures += 1
-            if todo and failures > self.retries_max:
+            if todo and t.given_up is not None:
                 for i in todo:
-                    outcomes[i] = Outcome.error(
-                        f"device {self.device.label}: gave up after {failures} failed attempt(s) "
-                        f"({retries[i]} retries of this case): {last_problem}"[:2000], status=last_status)
+                    outcomes[i] = Outcome.error(f"device {self.device.label}: {t.given_up}", status="infra")
+                break
+            if todo and failures > len(prepared):   # (a guard: each such death isolates cases)
+                for i in todo:
+                    outcomes[i] = Outcome.error(f"device {self.device.label}: gave up on this batch after "
+                                                f"{failures} failed attempt(s): {_one_line(last_problem)}",
+                                                status=last_status)
                 break
             for i in todo:
                 retries[i] += 1
@@ -353,6 +390,11 @@ class RemoteTarget(Target):
                 if isinstance(v, (str, int, float)) and k != "probe_error":
                     o.info.setdefault(f"device_{k}", v)
         return outcomes  # type: ignore[return-value]
+
+    def _give_up(self, why: str) -> None:
+        """Stop using the device for the rest of the run (every target on it: they share the transport)."""
+        if self.transport.given_up is None:
+            self.transport.given_up = _one_line(why)
 
     def _attempt(self, stage: Path, attempt: int, batch: list[_Prepared], idx: list[int],
                  outcomes: list, timing: Timing) -> tuple[int, str, str]:
@@ -376,12 +418,12 @@ class RemoteTarget(Target):
         timed_out = res is not None and not finished and (
             res.timed_out or (res.rc in REMOTE_TIMEOUT_RCS and res.seconds >= timeout - 1.0))
         if res is not None and not finished and not timed_out and not self._alive():
-            cut = f"connection lost during the run (exit {res.rc}): {res.tail(300)}"
+            cut = f"connection lost during the run (exit {res.rc})" + (f": {res.tail(300)}" if res.tail() else "")
         if cut:
             try:
                 t.reconnect()
-            except TransportError as e:
-                cut += f"; reconnect failed: {e}"
+            except TransportError as e:   # not back within `wait`: given up, no more attempts
+                self._give_up(f"reconnect failed ({e}) after: {cut}")
                 return 0, cut, "infra"
         out = stage / "out"
         try:
@@ -391,10 +433,11 @@ class RemoteTarget(Target):
                 cut = f"pull failed: {e}"
                 try:
                     t.reconnect()
-                except TransportError:
-                    pass
+                except TransportError as e2:
+                    self._give_up(f"reconnect failed ({e2}) after: {cut}")
         try:
-            t.cleanup(ws)
+            if t.given_up is None:
+                t.cleanup(ws)
         except TransportError:
             pass
         if self._facts is None:
@@ -479,6 +522,12 @@ class RemoteTarget(Target):
             self._transport.close()
 
 
+def _one_line(text: str, limit: int = 300) -> str:
+    """A problem as one short line (a row's reason, a terminal line)."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
 def _le(arr: np.ndarray) -> np.ndarray:
     arr = np.ascontiguousarray(arr)
     return arr.astype(arr.dtype.newbyteorder("<"), copy=False)
@@ -521,34 +570,137 @@ def takes_device(name: str) -> bool:
     return bool(getattr(load_class(name), "takes_device", False))
 
 
+def probe_device(targets: Sequence["RemoteTarget"], budget: float = PROBE_BUDGET_S) -> None:
+    """Probe the device of ``targets`` (one device, one shared transport) once, within ``budget``
+    seconds: connect, then set up there, with the device's python, the runtimes the targets need
+    (the device runner's ``--probe``). Each target gets the device facts; a device that does not
+    answer or lacks a runtime is one QconformError naming it and what failed."""
+    first = targets[0]
+    device, t = first.device, first.transport
+    runtimes = sorted({r for tg in targets if (r := tg.probe_runtime())})
+    deadline = time.monotonic() + budget - PROBE_CLEANUP_S - PROBE_GRACE_S
+
+    def left() -> float:
+        return max(1.0, deadline - time.monotonic())
+
+    def fail(what: str) -> QconformError:
+        return QconformError(_one_line(what, 1200), source=device.text, field="--device",
+                             rule=f"the device answers and sets up the targets' runtimes within {budget:g} s")
+    if not runtimes:   # (a net-run tool: no python needed) the connection only
+        try:
+            res = t.run(["true"], timeout=left(), grace=PROBE_GRACE_S)
+        except TransportError as e:
+            raise fail(f"the device does not answer: {e}") from None
+        if res.rc != 0:
+            raise fail(f"the device does not run a command (`true`: exit {res.rc}): {res.tail(300)}")
+        for tg in targets:
+            tg._probed = True
+        return
+    stage = Path(tempfile.mkdtemp(prefix="qcprobe"))
+    ws = t.workspace(f"qconform-probe-{first._uid}")
+    try:
+        shutil.copy(RUNNER, stage / "device_runner.py")
+        try:
+            t.push(stage, ws, timeout=left())
+        except TransportError as e:
+            raise fail(f"the device does not answer: {e}") from None
+        try:
+            res = t.run([t.python, f"{ws}/device_runner.py", "--probe", *runtimes], timeout=left(),
+                        grace=PROBE_GRACE_S)
+        except TransportError as e:
+            raise fail(f"the connection was lost during the probe: {e}") from None
+        finally:
+            try:
+                t.cleanup(ws, timeout=PROBE_CLEANUP_S)
+            except TransportError:
+                pass
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    if res.timed_out or res.rc in REMOTE_TIMEOUT_RCS:
+        raise fail(f"the device's python ({t.python}) did not set up {', '.join(runtimes)} within {budget:g} s")
+    try:
+        facts = json.loads(res.stdout.strip().splitlines()[-1]) if res.rc == 0 else None
+    except (ValueError, IndexError):
+        facts = None
+    if not isinstance(facts, dict):
+        said = [ln for ln in res.tail(2000).splitlines() if ln.strip()]   # a traceback's last line says why
+        raise fail(f"the device's python ({t.python}) cannot run the device runner (exit {res.rc}: "
+                   f"{said[-1] if said else 'no output'}); it needs Python 3 and NumPy there: install them, "
+                   f"or name the interpreter with ?python=/path/to/python3")
+    errors = facts.pop("runtime_errors", None) or {}
+    if errors:
+        needs = []
+        for rt, why in sorted(errors.items()):
+            names = ", ".join(tg.name for tg in targets if tg.probe_runtime() == rt)
+            needs.append(f"{names} needs {rt}, which the device's python ({t.python}) cannot set up ({why}): "
+                         f"pip install {RUNTIME_PACKAGES.get(rt, rt)} for that python")
+        raise fail("; ".join(needs) + "; or name a python that has it with ?python=/path/to/python3")
+    per_runtime = facts.pop("runtimes", None) or {}
+    for tg in targets:
+        tg._probed = True
+        rt = tg.probe_runtime()
+        if rt:
+            tg._facts = {**facts, **per_runtime.get(rt, {}), **{k: str(v) for k, v in tg.runtime_options().items()}}
+
+
 def device_targets(names: Sequence[str], device: DeviceSpec | None, devices: Sequence[DeviceSpec],
                    target_options: dict[str, dict] | None = None) -> dict[str, Target]:
-    """The targets of a ``--device`` run: each name bound to ``device`` (None: the xdist controller).
+    """The targets of a ``--device`` run: each name bound to ``device`` (None: the xdist controller,
+    which gets a :class:`FarmView` per name). Every device is probed once here, before any case
+    (:func:`probe_device`; by the controller for a farm, all devices at once).
 
-    Raises QconformError for a target that has no device form or is not available.
+    Raises QconformError for a target that has no device form, is not available, or whose
+    device fails its probe.
     """
     target_options = target_options or {}
-    out: dict[str, Target] = {}
-    shared: Transport | None = None    # the targets of one device share its connection
-    for n in names:
-        opts = dict(target_options.get(n, {}))
-        if device is None:
+    if device is None:
+        for n in names:
             if not (n in REMOTABLE or takes_device(n)):
                 remote_target(n, devices[0])   # raises the explanation
-            out[n] = FarmView(n, devices, **opts)
-            continue
-        if takes_device(n):
-            t = get_target(n, device=device, **opts)
-        else:
-            t = remote_target(n, device, **opts)
-        if isinstance(t, RemoteTarget) and t.device.label == device.label:
-            shared = shared or t.transport
-            t._transport = shared
-        ok, why = t.availability()
-        if not ok:
-            raise QconformError(f"target '{n}' cannot run on {device.label}: {why}", field="--device",
-                                rule="requested targets must be available")
-        out[n] = t
+        with ThreadPoolExecutor(max_workers=max(1, len(devices))) as pool:   # each waits on its device
+            results = list(pool.map(lambda d: _bind_and_probe(names, d, target_options, close=True), devices))
+        errors = [e for e in results if isinstance(e, QconformError)]
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise QconformError(f"{len(errors)} of {len(devices)} devices failed their probe: "
+                                + "; ".join(f"{e.source}: {e.detail}" for e in errors), field="--device",
+                                rule=errors[0].rule)
+        return {n: FarmView(n, devices, **dict(target_options.get(n, {}))) for n in names}
+    # a farm's worker: the controller probed its device
+    out = _bind_and_probe(names, device, target_options, probe=len(devices) < 2)
+    if isinstance(out, QconformError):
+        raise out
+    return out
+
+
+def _bind_and_probe(names: Sequence[str], device: DeviceSpec, target_options: dict[str, dict],
+                    probe: bool = True, close: bool = False) -> "dict[str, Target] | QconformError":
+    """The targets of ``names`` on ``device`` (sharing its connection), checked and probed; or the error."""
+    out: dict[str, Target] = {}
+    shared: Transport | None = None    # the targets of one device share its connection
+    try:
+        for n in names:
+            opts = dict(target_options.get(n, {}))
+            t = get_target(n, device=device, **opts) if takes_device(n) else remote_target(n, device, **opts)
+            out[n] = t
+            if isinstance(t, RemoteTarget) and t.device.label == device.label:
+                shared = shared or t.transport
+                t._transport = shared
+            check = t.host_availability if isinstance(t, RemoteTarget) else t.availability
+            ok, why = check()
+            if not ok:
+                raise QconformError(f"target '{n}' cannot run on {device.label}: {why}", field="--device",
+                                    rule="requested targets must be available")
+        remote = [t for t in out.values() if isinstance(t, RemoteTarget) and t._transport is shared]
+        if probe and remote:
+            probe_device(remote)
+    except QconformError as e:
+        close = True
+        return e
+    finally:
+        if close and shared is not None:
+            shared.close()
     return out
 
 

@@ -105,6 +105,28 @@ def test_rdbpot(x, e, want):
     assert int(arith.rdbpot(x, e)) == want
 
 
+@pytest.mark.parametrize("x, e, want", [
+    (5, 1, 3), (-5, 1, -2),            # +-2.5 -> 3, -2 (ties toward +inf: ARM's SRSHL)
+    (3, 1, 2), (-3, 1, -1),            # +-1.5 -> 2, -1
+    (-6, 2, -1), (6, 2, 2),            # -1.5 -> -1, +1.5 -> 2
+    (-7, 2, -2), (-5, 2, -1),          # -1.75 -> -2, -1.25 -> -1: off ties as gemmlowp
+    (-1, 1, 0), (-(2 ** 30), 31, 0),   # -0.5 -> 0
+    (-12345, 0, -12345),
+])
+def test_rdbpot_half_up(x, e, want):
+    assert int(arith.rdbpot(x, e, half_up=True)) == want
+
+
+def test_mbqm_half_up_moves_only_negative_ties():
+    # 0.375 = (0.75 * 2^31, -1): -4 and -12 give the ties -1.5 and -4.5 after SRDHM
+    m, s = qm(0.375)
+    x = np.array([-4, -12, 4, 12, -3])
+    assert arith.mbqm_double(x, m, s, half_up=True).tolist() == [-1, -4, 2, 5, -1]
+    assert arith.mbqm(x, m, s, False, True).tolist() == [-1, -4, 2, 5, -1]
+    assert arith.mbqm_smaller_than_one_exp(x, m, s, False, True).tolist() == [-1, -4, 2, 5, -1]
+    assert arith.mbqm(x, m, s, True, True).tolist() == arith.mbqm_single(x, m, s).tolist()   # one step: ties up already
+
+
 # ----------------------------------------------------------------- MBQM, double vs single
 
 def test_mbqm_double_vs_single_away_from_a_tie():

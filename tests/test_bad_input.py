@@ -14,6 +14,7 @@ import json
 import pytest
 
 from suite.core.errors import QconformError
+from targets.base import Target
 from tests.inprocess import run_inprocess
 
 pytest_plugins = "pytester"
@@ -217,6 +218,20 @@ TOL_OK = 'format = "qconform-tolerance/1"\n[[rule]]\nop = "ADD"\nmax_abs_lsb = 1
     ('format = "qconform-tolerance/1"\n[[rule]]\nmax_abs_lsb = 1\nopp = "ADD"\n', "rule[0]", "known keys"),
     ('format = "qconform-tolerance/1"\n[[rule]]\nmax_abs_lsb = 1\nop = 3\n', "rule[0].op", "pattern"),
     ('format = "qconform-tolerance/1"\n[[rule]]\nmax_abs_lsb = 1\nversions = 3\n', "rule[0].versions", "table"),
+    # an op or dtype pattern that matches nothing: the rule would never apply
+    ('format = "qconform-tolerance/1"\n[[rule]]\nmax_abs_lsb = 1\nop = "CONV2D"\n', "rule[0].op",
+     ("'CONV2D' matches no operator of the spec tables (did you mean 'CONV_2D'?)", "match something")),
+    ('format = "qconform-tolerance/1"\n[[rule]]\nmax_abs_lsb = 0\n[[rule]]\nmax_abs_lsb = 1\nop = ["ADD", "conv_*"]\n',
+     "rule[1].op[1]", "'conv_*' matches no operator"),
+    ('format = "qconform-tolerance/1"\n[[rule]]\nmax_abs_lsb = 1\ndtype = "int9"\n', "rule[0].dtype",
+     ("'int9' matches no dtype the suite knows", "match something")),
+    ('format = "qconform-tolerance/1"\n[[rule]]\nmax_abs_lsb = 1\ndtype = ["int8", "uint*7"]\n', "rule[0].dtype[1]",
+     "'uint*7' matches no dtype"),
+    # fnmatch is quadratic in '[': a 100,000-character pattern took minutes per match
+    ('format = "qconform-tolerance/1"\n[[rule]]\nmax_abs_lsb = 1\ntarget = "*' + "[" * 100000 + '"\n',
+     "rule[0].target", "longer than 200 characters"),
+    ('format = "qconform-tolerance/1"\n[[rule]]\nmax_abs_lsb = 1\nversions = { rt = "' + "[" * 201 + '" }\n',
+     "rule[0].versions", "at most 200 characters"),
     ('format = "qconform-tolerance/1"\n[[rule]\n', None, "not valid TOML"),
     ('format = "qconform-tolerance/1"\nx = ' + "[" * 100000 + "\n", None, "not valid TOML"),
     ('format = "qconform-tolerance/1"\nx = 1' + "0" * 5000 + "\n", None, "not valid TOML"),
@@ -226,6 +241,31 @@ def test_tolerance_file_rules(tmp_path, body, field, words):
     p = tmp_path / "tol.toml"
     p.write_text(body)
     _raises(load_policy, p, source=p, field=field, words=words)
+
+
+def test_tolerance_patterns_that_match_an_op_or_dtype_load(tmp_path):
+    from suite.core.tolerance import load_policy
+    p = tmp_path / "tol.toml"
+    p.write_text('format = "qconform-tolerance/1"\n[[rule]]\nmax_abs_lsb = 1\nop = ["CONV_*", "Quantize*"]\n'
+                 'dtype = ["u*", "int8"]\n')
+    pol = load_policy(p)
+    assert pol.lookup("CONV_2D", "htp", "uint8").max_abs_lsb == 1
+    assert pol.lookup("QuantizeLinear", "htp", "int8").max_abs_lsb == 1 and pol.lookup("ADD", "htp", "int8").rule is None
+
+
+def test_findings_name_operators_that_exist(tmp_path, monkeypatch):
+    """The shipped findings load; a finding for an op no table has would explain nothing."""
+    from suite.core import findings as fmod
+    assert fmod.findings()
+    bad = tmp_path / "findings.toml"
+    bad.write_text('format = "qconform-findings/1"\n[[finding]]\nid = "x"\nop = ["ADD", "CONV2D"]\n'
+                   'target = "htp"\nreason = "r"\n')
+    monkeypatch.setattr(fmod, "FILE", bad)
+    fmod.findings.cache_clear()
+    try:
+        _raises(fmod.findings, source=bad, field="finding[0].op[1]", words="'CONV2D' matches no operator")
+    finally:
+        fmod.findings.cache_clear()
 
 
 def test_tolerance_file_not_utf8_or_missing(tmp_path):
@@ -255,6 +295,8 @@ W_ONE = '[[waiver]]\ncase = "ADD-*"\nreason = "r"\nversions = { onnxruntime-qnn 
     (W_HEAD + W_ONE.replace("expires = 2027-03-31", 'expires = "soon"'), "waiver[0].expires", "expiry date"),
     (W_HEAD + W_ONE + "ticket = 1\n", "waiver[0]", "known keys"),
     ('format = "qconform-waivers/1"\n' + W_ONE, "waiver[0].target", "one target"),
+    (W_HEAD + W_ONE.replace('"ADD-*"', '"*' + "[" * 100000 + '"'), "waiver[0].case", "longer than 200"),
+    (W_HEAD + W_ONE.replace('"2.7.*"', '"' + "[" * 201 + '"'), "waiver[0].versions.onnxruntime-qnn", "longer than 200"),
     (W_HEAD + "[[waiver]\n", None, "not valid TOML"),
     (W_HEAD + "x = " + "[" * 100000, None, "not valid TOML"),
 ])
@@ -402,3 +444,121 @@ def test_bad_files_and_options_are_one_line_usage_errors(run, qconform_cli, tmp_
     assert cli.stderr.strip().splitlines() == [
         f"qconform: error: {enc}: field 'param_encodings': is missing (rule: activation_encodings and "
         f"param_encodings are both present (may be empty))"]
+
+
+# ----------------------------------------------------------------------------- checked where they enter (#14)
+
+def test_case_file_options_the_golden_refuses_stop_the_run_before_any_target(run, qconform_cli, tmp_path):
+    """Before: padding "SAME_X" was 1 skipped and exit 0 (stride_h "1" a TypeError charged to the
+    target); now one usage error naming the file, the field and the rule, and no run folder."""
+    from suite.cases.generate import make_case
+    from suite.core.case import save_case
+    for attrs, field, words in (({"padding": "SAME_X"}, "attrs.padding", "must be SAME or VALID"),
+                                ({"stride_h": "1"}, "attrs.stride_h", "must be an integer >= 1")):
+        c = make_case("CONV_2D", "basic", 0, seed=0)
+        c.attrs.update(attrs)
+        p = save_case(c, tmp_path / f"{field}.json")
+        proc, rd = run("--target=ref,tests.spine_targets:OffByOne", f"--case-file={p}")
+        _one_line_usage_error(proc, str(p), f"field '{field}'", words, "(rule: CONV_2D option)")
+        assert not (tmp_path / "report").exists() and not rd.exists()
+    cli = qconform_cli("golden", str(p))
+    assert cli.returncode == 2 and cli.stderr.startswith(f"qconform: error: {p}: field 'attrs.stride_h'"), cli.stderr
+
+
+def test_case_file_with_an_unsafe_id_is_refused_on_the_command_line(run, tmp_path):
+    p = _case_file(tmp_path, _set("id", "../../x"))
+    proc, _ = run("--target=tests.helper_targets:WrongTarget", f"--case-file={p}")
+    _one_line_usage_error(proc, str(p), "field 'id'", '"../../x" has the character(s) "/"', "(rule: a case id is")
+
+
+def test_cases_per_op_bound_and_did_you_mean(run):
+    proc, _ = run("--target=ref", "--ops", "ADD", "--cases-per-op=100000000")
+    _one_line_usage_error(proc, "field '--cases-per-op'", "must be <= 10,000 (got 100,000,000)")
+    proc, _ = run("--target=ref", "--ops", "ADD", "--cases-per-op=10000", "--collect-only", "-q")
+    assert proc.returncode == 0, proc.stderr   # the bound itself is allowed
+    proc, _ = run("--target=ref", "--ops", "ADD,CONV2D")
+    _one_line_usage_error(proc, "field '--ops'", "unknown operator(s) CONV2D (did you mean 'CONV_2D'?)")
+    proc, _ = run("--target=tflit", "--ops", "ADD")
+    _one_line_usage_error(proc, "field '--target'", "unknown target 'tflit' (did you mean 'tflite'?")
+    proc, _ = run("--target=ref", "--ops", "ADD", "--scheme=tflite-ref-dbl")
+    _one_line_usage_error(proc, "field '--scheme'", "did you mean 'tflite-ref-double'?")
+
+
+# ----------------------------------------------------------------------------- target names
+
+class Unnamed(Target):   # (these classes are --target=tests.test_bad_input:X)
+    def run_one(self, case, timing):
+        raise AssertionError("never run")
+
+
+class NamedRef(Unnamed):
+    name = "ref"
+
+
+class NamedHtp(Unnamed):
+    name = "htp"
+
+
+class BadName(Unnamed):
+    name = "my kernel/2"
+
+
+class OffByOneToo(Unnamed):
+    name = "off-by-one"
+
+
+def test_a_module_class_target_is_named_by_its_class(run, tmp_path):
+    """Rows, test ids, the summary and the failure folder say the class's name; run.json's
+    options and the repro command select it by module:Class, and the repro fails as the run did."""
+    sel = "tests.spine_targets:OffByOne"
+    proc, rd = run(f"--target={sel}", "--ops", "ADD", "--cases-per-op", "2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    from tests.conftest import rows_written
+    rows = rows_written(rd)
+    assert {r["target"] for r in rows} == {"off-by-one"}
+    [r] = [r for r in rows if r["status"] == "fail"][:1]
+    assert f"::ADD:off-by-one::test_case[{r['case_id']}:off-by-one]" in proc.stdout
+    assert "off-by-one" in (rd / "summary.csv").read_text() and sel not in (rd / "summary.csv").read_text()
+    assert json.loads((rd / "run.json").read_text())["options"]["targets"] == [sel]
+    assert f"/failures/off-by-one/{r['case_id']}.json" in r["failure_file"]
+    assert json.loads(open(r["failure_file"]).read())["judged"]["target"] == sel
+    import shlex
+    repro = shlex.split(r["repro"])
+    assert repro[1] == f"--target={sel}"
+    again, _ = run(*repro[1:-1], report_dir=tmp_path / "again")
+    assert again.returncode == 1 and "1 failed" in again.stdout, again.stdout + again.stderr
+    # and a rerun of the failure file under a laxer setting is refused for this target too
+    lax, _ = run(f"--target={sel}", f"--case-file={r['failure_file']}", "--scheme=tflite-ref-single",
+                 report_dir=tmp_path / "lax")
+    _one_line_usage_error(lax, "field 'judged'", "a rerun must be as strict as the run that failed it")
+
+
+def test_target_names_unnamed_clashing_and_unsafe(run):
+    from targets import target_name
+    assert target_name("tests.test_bad_input:Unnamed") == "tests.test_bad_input:Unnamed"   # no name of its own
+    assert target_name("targets.ref:RefTarget") == "ref"                                   # the built-in itself
+    _raises(target_name, "tests.test_bad_input:NamedHtp", field="--target",
+            words=("the name of the target targets.htp:HtpTarget", "(rule: one name, one target)"))
+    _raises(target_name, "tests.test_bad_input:BadName", field="--target", words="(rule: a target name is")
+    proc, _ = run("--target=tests.spine_targets:OffByOne,tests.test_bad_input:OffByOneToo", "--ops", "ADD")
+    _one_line_usage_error(proc, "field '--target'", "are both named 'off-by-one'", "(rule: one name, one target)")
+    proc, _ = run("--target=ref,tests.test_bad_input:NamedRef", "--ops", "ADD")
+    _one_line_usage_error(proc, "field '--target'", "the name of the target targets.ref:RefTarget")
+    proc, _ = run("--target=ref,targets.ref:RefTarget", "--ops", "ADD")
+    _one_line_usage_error(proc, "field '--target'", "'ref' and 'targets.ref:RefTarget' are both named 'ref'")
+
+
+def test_shrink_judges_a_target_by_the_name_a_run_gives_it(tmp_path):
+    """A tolerance rule for "off-by-one" passes its 2 LSB cases in a run: shrink (given the
+    module:Class selector) must judge them by the same rule, not by the selector string."""
+    from suite.cases.generate import make_case
+    from suite.harness.shrink import make_judge
+    tol = tmp_path / "tol.toml"
+    tol.write_text('format = "qconform-tolerance/1"\n[[rule]]\nmax_abs_lsb = 0\n'
+                   '[[rule]]\ntarget = "off-by-one"\nmax_abs_lsb = 2\n')
+    judge = make_judge("tests.spine_targets:OffByOne", str(tol), isolation="none")
+    try:
+        j = judge(make_case("ADD", "sat_hi", 1, seed=0))   # odd index: 2 LSB off
+    finally:
+        judge.close()
+    assert j.status == "pass" and not j.fails and "max |err| 2 LSB" in j.reason, j

@@ -121,3 +121,106 @@ def test_per_axis_length_must_match_the_quantized_dimension(tmp_path):
     p.write_text(json.dumps(d))
     with pytest.raises(QconformError, match="quantized_dimension"):
         load_case(p)
+
+
+# ------------------------------------------------------------------ checked where they enter (issue #14)
+
+@pytest.mark.parametrize("old,new,field", [
+    ('"op": "ADD"', '"op": "ADD", "op": "MUL"', "op"),   # json.load keeps the last one silently
+    ('"fused_activation_function": "NONE"',
+     '"fused_activation_function": "NONE", "fused_activation_function": "RELU"', "fused_activation_function"),
+])
+def test_a_key_given_twice_is_an_error(tmp_path, old, new, field):
+    p = tmp_path / "dup.json"
+    p.write_text(json.dumps(_valid()).replace(old, new, 1))
+    with pytest.raises(QconformError) as e:
+        load_case(p)
+    assert (e.value.source, e.value.field, e.value.rule) == (str(p), field, "each key once"), str(e.value)
+    assert "given twice" in str(e.value)
+
+
+@pytest.mark.parametrize("shape,qdim,ok", [([1, 3], 7, False), ([1, 3], -1, False), ([1, 3], 2, False),
+                                           ([1, 3], 1, True), ([], 0, True), ([], 1, False)])
+def test_quantized_dimension_within_the_rank_even_per_tensor(tmp_path, shape, qdim, ok):
+    d = _valid()
+    for t in d["inputs"] + d["outputs"]:
+        t["shape"], t["quantized_dimension"] = shape, qdim
+        if "data" in t:
+            t["data"] = t["data"][:1] if not shape else t["data"]
+    if ok:
+        assert case_from_dict(d).inputs[0].quantized_dimension == qdim
+        return
+    p = tmp_path / "qdim.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(QconformError) as e:
+        load_case(p)
+    assert e.value.field == "inputs[0].quantized_dimension" and e.value.rule == "0 <= dim < rank", str(e.value)
+
+
+@pytest.mark.parametrize("case_id,words", [
+    ("../../x", '"/"'), ("/abs/x", '"/"'), ("a\x00b", '"\\u0000"'), ("L" * 121, "121 characters"),
+    (".hidden", "starts with '.'"), ("..", "starts with '.'"), ("", "is empty"), ("a b", '" "'),
+    ("CONV_2D:ref", '":"'), ("x\\y", '"\\\\"'),
+])
+def test_case_id_limited_to_safe_characters_and_length(tmp_path, case_id, words):
+    d = _valid()
+    d["id"] = case_id
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(QconformError) as e:
+        load_case(p)
+    text = str(e.value)
+    assert e.value.source == str(p) and e.value.field == "id" and words in text, text
+    assert e.value.rule == "a case id is 1 to 120 of [A-Za-z0-9._~+-], not starting with '.'"
+    assert "\n" not in text and len(text) - len(str(p)) < 250
+
+
+def test_case_id_from_the_file_name_follows_the_same_rule(tmp_path):
+    ok = tmp_path / ("a" * 120 + ".json")
+    ok.write_text(json.dumps(_valid()))
+    assert load_case(ok).id == "a" * 120
+    bad = tmp_path / "my case.json"
+    bad.write_text(json.dumps(_valid()))
+    with pytest.raises(QconformError, match='give an "id"') as e:
+        load_case(bad)
+    assert e.value.field == "id"
+
+
+def test_generated_case_ids_are_valid_ids():
+    """Every generator's ids (LiteRT, the QNN dtypes and ONNX extras) pass the id rule."""
+    from suite.cases.generate import generate, generator_ops
+    from suite.core.case import id_problem
+    cases = generate(generator_ops(), 30, 0)
+    assert {"ADD-qnn_u8-000", "CONV_2D-sat_hi-000"} <= {c.id for c in cases}
+    assert [c.id for c in cases if id_problem(c.id)] == []
+
+
+def test_two_files_of_one_id_get_valid_distinct_ids(tmp_path):
+    from suite.cases.files import load_case_files
+    from suite.core.case import id_problem
+    d = _valid()
+    d["id"] = "x" * 120
+    for name in ("a.json", "b b.json", "c.json"):
+        (tmp_path / name).write_text(json.dumps(d))
+    ids = [c.id for c in load_case_files([str(tmp_path)])]
+    assert len(set(ids)) == 3 and ids[0] == "x" * 120 and [i for i in ids if id_problem(i)] == []
+
+
+@pytest.mark.parametrize("attrs,field", [({"padding": "SAME_X"}, "attrs.padding"),
+                                         ({"stride_h": "1"}, "attrs.stride_h")])
+def test_options_the_golden_refuses_are_the_files_error(tmp_path, attrs, field):
+    """The golden is computed at load: bad options name the file, not a target's error."""
+    from suite.cases.files import load_case_files
+    c = make_case("CONV_2D", "basic", 0, seed=0)
+    c.attrs.update(attrs)
+    p = save_case(c, tmp_path / "conv.json")
+    with pytest.raises(QconformError) as e:
+        load_case_files([str(p)])
+    assert (e.value.source, e.value.field, e.value.rule) == (str(p), field, "CONV_2D option"), str(e.value)
+
+
+def test_a_valid_id_is_its_own_failure_file_name():
+    """The id rule is the failure file's naming rule: two valid ids never share a failure file."""
+    from suite.harness.folder import safe_name
+    for case_id in ("x" * 120, "a~b+c-d.e_f", "CONV_2D-sat_hi-000", "9"):
+        assert safe_name(case_id) == case_id

@@ -1,4 +1,5 @@
-"""`qconform diff`: regressions between two runs, exit status for a nightly gate."""
+"""`qconform diff`: regressions between two runs, exit status for a nightly gate; two runs
+whose set-ups differ do not compare (exit 2) unless --allow-different names the difference."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ import pytest
 
 from reports.diff import diff_runs
 from reports.results import ResultWriter, read_rows
+from suite.cli import main
 from tests.helper_targets import flipped
+from tests.inprocess import run_inprocess
+
+pytest_plugins = "pytester"
 
 FLIP = "--target=tests.helper_targets:FlipOneLsb"
 ARGS = ("--ops", "ADD,MUL", "--cases-per-op", "5")
@@ -41,7 +46,7 @@ def runs(tmp_path_factory):
 def test_identical_runs_exit_0(runs, qconform_cli, tmp_path):
     p = qconform_cli("diff", str(runs["base"]), str(runs["same"]), "-o", str(tmp_path))
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "no regression" in p.stdout
+    assert p.stdout.startswith(f"NO REGRESSION ({len(read_rows(runs['base']))} results compared)\n")
     d = json.loads((tmp_path / "diff.json").read_text())
     assert d["regressed"] is False and d["compared"] == len(read_rows(runs["base"]))
 
@@ -61,7 +66,8 @@ def test_one_lsb_worse_exits_1_and_names_exactly_those_cases(runs, qconform_cli,
     assert {g["op"] for g in d["group_regressions"]} == {c["op"] for c in d["case_regressions"]}
     for cid in expected:
         assert cid in p.stdout and cid in md.read_text()
-    assert "regressed" in md.read_text() and (tmp_path / "diff.csv").exists()
+    assert md.read_text().startswith(f"### ❌ REGRESSED: {len(expected)} new failures") is False   # within tolerance
+    assert md.read_text().startswith("### ❌ REGRESSED: 0 new failures, ") and (tmp_path / "diff.csv").exists()
 
 
 def test_latency_regression_beyond_threshold_and_spread(runs, qconform_cli, tmp_path):
@@ -77,39 +83,199 @@ def test_latency_regression_beyond_threshold_and_spread(runs, qconform_cli, tmp_
     assert p.returncode == 0, p.stdout
 
 
-def _write(d, rows):
+# ---- run folders written directly: rows and the run.json fields the diff reads ----
+
+def _write(d, rows, **options):
+    """A run folder: ``rows`` in results.jsonl and a run.json (seed 0, 4 cases per op, the
+    ops and targets of the rows, one tolerance digest, runtime rt 1.0), ``options`` overriding
+    (``...``: the option is not written)."""
     d.mkdir(parents=True, exist_ok=True)
     w = ResultWriter(d, truncate=True)
     for r in rows:
         w.append(r)
     w.close()
+    targets = sorted({r["target"] for r in rows})
+    opts = {"seed": 0, "cases_per_op": 4, "ops": sorted({r["op"] for r in rows}), "targets": targets,
+            "scheme": "tflite-ref-double", "tolerance_file": None, "tolerance_digest": "ab" * 32, **options}
+    doc = {"format": "qconform-run/1", "run_id": d.name, "finished": "2026-01-01T00:00:00", "interrupted": False,
+           "options": {k: v for k, v in opts.items() if v is not ...}, "host": {"hostname": "h", "cpu_model": "c"},
+           "targets": {t: {"versions": {"rt": "1.0"}} for t in targets}}
+    (d / "run.json").write_text(json.dumps(doc))
     return d
 
 
-def _row(cid, status="pass", mism=0, maxe=0.0, digest="d", **kw):
-    r = {"case_id": cid, "op": cid.split("-")[0], "target": "t", "status": status, "case_digest": digest,
-         "elements": 10, "mismatches": mism, "max_abs_lsb": maxe, "p50_us": 10.0, "spread_us": 1.0}
+def _row(cid, status="pass", mism=0, maxe=0.0, digest="d", target="t", **kw):
+    r = {"case_id": cid, "op": cid.split("-")[0], "target": target, "status": status, "case_digest": digest,
+         "elements": 10, "mismatches": mism, "max_abs_lsb": maxe, "p50_us": 10.0, "spread_us": 1.0,
+         "tolerance_lsb": 0.0}
     r.update(kw)
     return r
 
 
+@pytest.fixture
+def diff(capsys, tmp_path):
+    """``qconform diff *args`` in this process (diff.json and diff.csv into a scratch folder):
+    (exit status, stdout, stderr)."""
+    def _run(*args):
+        capsys.readouterr()   # what came before (an in-process run's output)
+        code = main(["diff", *args, "-o", str(tmp_path / "out")])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    return _run
+
+
 def test_diff_kinds(tmp_path):
     base = _write(tmp_path / "a", [_row("ADD-x-000"), _row("ADD-x-001"), _row("ADD-x-002"), _row("ADD-x-003"),
+                                   _row("ADD-x-003", target="u"),
                                    _row("ADD-x-004", "fail", 5, 3.0), _row("ADD-x-005", digest="old")])
     run = _write(tmp_path / "b", [_row("ADD-x-000"), _row("ADD-x-001", "fail", 2, 2.0),
                                   _row("ADD-x-002", "unsupported", None, None, reason="no kernel"),
+                                  _row("ADD-x-003", target="u"),
                                   _row("ADD-x-004"), _row("ADD-x-005", digest="new"), _row("ADD-x-006")])
-    d = diff_runs(base, run)
+    assert diff_runs(base, run).refused == "cases differs"   # ADD-x-005's content, ADD-x-006
+    d = diff_runs(base, run, allow_different=["cases"])
     kinds = {c["case"]: c["what"] for c in d.cases}
     assert set(kinds) == {"ADD-x-001", "ADD-x-002"}
     assert kinds["ADD-x-001"][0].startswith("now failing (pass -> fail)")
     assert kinds["ADD-x-002"][0].startswith("now unsupported")
+    # ADD-x-003 is in the run (on u), not on t; ADD-x-006, only in the run, is a set-up difference
     assert d.missing == ["ADD-x-003:t"] and d.changed == ["ADD-x-005:t"] and d.new == 1
     assert [c["case"] for c in d.improved] == ["ADD-x-004"]
-    assert d.regressed
-    assert diff_runs(base, run, allow_missing=True).regressed   # the failing case still gates
+    assert d.regressed and d.exit_status == 1
+    assert diff_runs(base, run, allow_missing=True, allow_different=["cases"]).regressed   # the failing case still gates
 
 
-def test_diff_bad_input(tmp_path, qconform_cli):
-    p = qconform_cli("diff", str(tmp_path / "nope"), str(tmp_path))
-    assert p.returncode == 2 and "results.jsonl" in p.stderr and "Traceback" not in p.stderr
+def test_known_findings_stay_known(tmp_path):
+    k = {"finding": "bug-1"}
+    base = _write(tmp_path / "a", [_row("SUM-x-000"), _row("SUM-x-001", "fail", 3, 9.0, **k),
+                                   _row("SUM-x-002", "fail", 3, 9.0, **k), _row("SUM-x-003", "fail", 3, 9.0)])
+    run = _write(tmp_path / "b", [_row("SUM-x-000", "fail", 3, 9.0, **k), _row("SUM-x-001", "fail", 3, 9.0, **k),
+                                  _row("SUM-x-002", "fail", 3, 9.0), _row("SUM-x-003", "fail", 3, 9.0, **k)])
+    d = diff_runs(base, run)
+    kinds = {c["case"]: c["what"][0] for c in d.cases}
+    # passed, now fails under a known finding: the output changed; fails unexplained now: as a new failure
+    assert kinds == {"SUM-x-000": "now failing (pass -> fail) under known finding bug-1",
+                     "SUM-x-002": "no longer explained by known finding bug-1 (fail -> fail)"}
+    # the same known finding in both (001) is no regression; a failure explained now (003) is listed
+    assert [(c["case"], c["finding"]) for c in d.findings] == [("SUM-x-000", "bug-1"), ("SUM-x-003", "bug-1")]
+    assert d.verdict() == "REGRESSED: 2 new failures, 1 regressed op/target group (4 results compared)"
+
+
+def test_seed_0_and_seed_7_do_not_compare(pytester, diff, tmp_path):
+    """The measured false green of issue #14: the same ops, other data, "no regression"."""
+    for seed in (0, 7):
+        proc, _ = run_inprocess(pytester, "--target=ref", "--ops", "ADD", "--cases-per-op", "2", "--seed", str(seed),
+                                report_dir=tmp_path / f"s{seed}")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    md = tmp_path / "diff.md"
+    code, out, err = diff(str(tmp_path / "s0" / "latest"), str(tmp_path / "s7" / "latest"), "--markdown", str(md))
+    assert code == 2, out + err
+    assert out.startswith("NOT COMPARABLE: seed, cases differ\n")
+    assert "  seed: baseline 0; run 7 [refused]" in out.splitlines()
+    assert "--allow-different seed --allow-different cases" in out
+    assert md.read_text().startswith("### ⛔ NOT COMPARABLE: seed, cases differ")
+    assert "NO REGRESSION" not in out + md.read_text()
+    # allowed: still nothing to compare (every case holds other data), which always refuses
+    code, out, _ = diff(str(tmp_path / "s0"), str(next((tmp_path / "s7" / "runs").iterdir())),
+                        "--allow-different", "seed", "--allow-different", "cases")
+    assert code == 2 and out.startswith("NOT COMPARABLE: no common results")
+
+
+def test_tolerance_policy_changed(tmp_path, diff):
+    # a stricter policy: ADD-x-001 one LSB off was within 1 LSB, is not within 0
+    base = _write(tmp_path / "a", [_row("ADD-x-000"), _row("ADD-x-001", mism=1, maxe=1.0, tolerance_lsb=1.0)])
+    run = _write(tmp_path / "b", [_row("ADD-x-000"), _row("ADD-x-001", "fail", 1, 1.0)], tolerance_digest="cd" * 32)
+    code, out, _ = diff(str(base), str(run))
+    assert code == 2 and out.startswith("NOT COMPARABLE: tolerance differs\n")
+    assert f"tolerance (tolerance policy: SHA-256 of the file): baseline {'ab' * 8} (built-in default); " \
+           f"run {'cd' * 8} (built-in default) [refused]" in out
+    assert "ADD-x-001:t 1 LSB; run ADD-x-001:t 0 LSB" in out   # what each result was judged with
+    md = tmp_path / "diff.md"
+    code, out, _ = diff(str(base), str(run), "--allow-different", "tolerance", "--markdown", str(md))
+    assert code == 1
+    head = md.read_text().splitlines()[:5]
+    assert head[0] == "### ❌ REGRESSED: 1 new failure (2 results compared)"
+    assert head[2].startswith("**Set-up differs** (allowed: `--allow-different tolerance`)")
+    assert head[3].startswith("- tolerance (tolerance policy: SHA-256 of the file)") and head[3].endswith("(allowed)")
+    assert out.splitlines()[1].startswith("set-up differs (compared anyway: --allow-different tolerance)")
+
+
+def test_tolerance_without_digest(tmp_path, diff):
+    """run.json from before options.tolerance_digest: the file names, and each result's tolerance_lsb."""
+    rows = [_row("ADD-x-000"), _row("ADD-x-001")]
+    base = _write(tmp_path / "a", rows, tolerance_digest=..., tolerance_file="tol.toml")
+    code, out, _ = diff(str(base), str(_write(tmp_path / "b", rows, tolerance_file="other.toml")))
+    assert code == 2 and "tolerance (tolerance file): baseline tol.toml; run other.toml [refused]" in out
+    assert "note: tolerance policy compared by file name: the baseline's run.json has no options.tolerance_digest" in out
+    # the same name, another policy inside: the rows say so
+    run = _write(tmp_path / "c", [_row("ADD-x-000", tolerance_lsb=2.0), _row("ADD-x-001")],
+                 tolerance_digest=..., tolerance_file="tol.toml")
+    code, out, _ = diff(str(base), str(run))
+    assert code == 2 and out.startswith("NOT COMPARABLE: tolerance differs")
+    assert "tolerance (tolerance_lsb of the same results): baseline 1 result, ADD-x-000:t 0 LSB" in out
+
+
+def test_other_targets(tmp_path, diff):
+    base = _write(tmp_path / "a", [_row("ADD-x-000"), _row("ADD-x-000", target="u")])
+    run = _write(tmp_path / "b", [_row("ADD-x-000")])
+    code, out, _ = diff(str(base), str(run))
+    assert code == 2 and "  targets: baseline t, u; run t [refused]" in out.splitlines()
+    # compared on t; u, absent from the run, is the set-up difference above, not a missing result
+    code, out, _ = diff(str(base), str(run), "--allow-different", "targets")
+    assert code == 0 and out.startswith("NO REGRESSION (1 result compared)\nset-up differs")
+
+
+def test_case_ids_in_one_run_only(tmp_path, diff):
+    base = _write(tmp_path / "a", [_row("ADD-x-000"), _row("ADD-x-001"), _row("ADD-x-002")])
+    run = _write(tmp_path / "b", [_row("ADD-x-000"), _row("ADD-x-001"), _row("ADD-x-009")])
+    code, out, _ = diff(str(base), str(run))
+    assert code == 2 and ("  cases (case ids): baseline 3 case ids, 1 only here: ADD-x-002; "
+                          "run 3 case ids, 1 only here: ADD-x-009 [refused]") in out
+    code, out, _ = diff(str(base), str(run), "--allow-different", "cases")
+    assert code == 0 and "ADD-x-002" in out and "ADD-x-009" in out and "2 results compared" in out.splitlines()[0]
+    # no case in common: nothing to compare, whatever is allowed
+    other = _write(tmp_path / "c", [_row("ADD-x-007"), _row("ADD-x-008")])
+    code, out, _ = diff(str(base), str(other), "--allow-different", "cases")
+    assert code == 2 and out.startswith("NOT COMPARABLE: no common results: no (case id, target, device) is in both runs")
+
+
+def test_one_regression_named_first(tmp_path, diff):
+    base = _write(tmp_path / "a", [_row("ADD-x-000"), _row("ADD-x-001"), _row("MUL-x-000")])
+    run = _write(tmp_path / "b", [_row("ADD-x-000", maxe=0.5), _row("ADD-x-001"), _row("MUL-x-000", "fail", 4, 3.0)])
+    md = tmp_path / "diff.md"
+    code, out, _ = diff(str(base), str(run), "--markdown", str(md))
+    assert code == 1
+    assert out.startswith("REGRESSED: 1 new failure, 1 other regressed case, 2 regressed op/target groups (3 results compared)\n")
+    first = [ln for ln in out.splitlines() if "-x-0" in ln][0]
+    assert first.startswith("  MUL-x-000:t  now failing (pass -> fail)")   # before ADD-x-000's larger error
+    rows = [ln for ln in md.read_text().splitlines() if ln.startswith("| `")]
+    assert rows[0].startswith("| `MUL-x-000` | t | now failing") and "ADD-x-000" in rows[1]
+
+
+def test_same_setup_identical_runs(tmp_path, diff):
+    rows = [_row("ADD-x-000"), _row("ADD-x-001", "fail", 2, 1.0, finding="bug-1")]
+    code, out, _ = diff(str(_write(tmp_path / "a", rows)), str(_write(tmp_path / "b", rows)))
+    assert code == 0 and out.startswith("NO REGRESSION (2 results compared)\nbaseline ")
+
+
+def test_other_scheme_versions_devices(tmp_path, diff):
+    base = _write(tmp_path / "a", [_row("ADD-x-000", device="d1")])
+    run = _write(tmp_path / "b", [_row("ADD-x-000", device="d2")], scheme="xnnpack-fp32")
+    doc = json.loads((run / "run.json").read_text())
+    doc["targets"]["t"]["versions"]["rt"] = "2.0"
+    (run / "run.json").write_text(json.dumps(doc))
+    code, out, _ = diff(str(base), str(run))
+    assert code == 2 and out.startswith("NOT COMPARABLE: devices, scheme, versions differ")
+    assert "  devices (devices per target): baseline t: d1; run t: d2 [refused]" in out
+    assert "  scheme: baseline tflite-ref-double; run xnnpack-fp32 [refused]" in out
+    assert "  versions (runtime versions): baseline t rt 1.0; run t rt 2.0 [refused]" in out
+
+
+def test_diff_bad_input(tmp_path, diff):
+    code, _, err = diff(str(tmp_path / "nope"), str(tmp_path))
+    assert code == 2 and "results.jsonl" in err and "Traceback" not in err
+    # a run folder without run.json: its set-up cannot be checked
+    base, run = _write(tmp_path / "a", [_row("ADD-x-000")]), _write(tmp_path / "b", [_row("ADD-x-000")])
+    (base / "run.json").unlink()
+    code, _, err = diff(str(base), str(run))
+    assert code == 2 and "run.json" in err and "BASELINE_DIR" in err

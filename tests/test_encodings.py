@@ -164,6 +164,36 @@ def test_reader_versioned_format(tmp_path):
     assert ts["b"].dtype == "float32" and not ts["b"].quantized
 
 
+# AIMET's encoding spec, section 2.2 (0.4.0) and 4 (0.6.1: quantizer_args added), abridged
+AIMET_MAPS = {
+    "activation_encodings": {"20": [{"bitwidth": 8, "is_symmetric": "False", "max": 2.6086959838867188,
+                                     "min": -2.109158515930176, "offset": -114.0, "scale": 0.018501389771699905}]},
+    "param_encodings": {"conv2.weight": [{"bitwidth": 8, "is_symmetric": "False", "max": 0.06318144500255585,
+                                          "min": -0.06268782913684845, "offset": -127.0,
+                                          "scale": 0.0004936049808748066}]},
+}
+
+
+@pytest.mark.parametrize("version,extra", [
+    ("0.4.0", {}), ("0.5.0", {}),
+    ("0.6.1", {"excluded_layers": [], "quantizer_args": {
+        "activation_bitwidth": 8, "dtype": "int", "is_symmetric": True, "param_bitwidth": 8,
+        "per_channel_quantization": False, "quant_scheme": "post_training_tf_enhanced"}}),
+])
+def test_reader_takes_aimet_version_strings_of_the_map_format(tmp_path, version, extra):
+    """AIMET writes "version" into its 0.x files (map sections): read as the unversioned files are."""
+    plain = [t.as_dict() for t in read_encodings(_write(tmp_path, AIMET_MAPS))]
+    versioned = read_encodings(_write(tmp_path, {**AIMET_MAPS, "version": version, **extra}))
+    assert [t.as_dict() for t in versioned] == plain
+    assert {t.name: t.zero_point for t in versioned} == {"20": [114], "conv2.weight": [127]}
+
+
+def test_reader_takes_a_two_part_version(tmp_path):
+    obj = {"version": "1.0", "activation_encodings": [{"name": "x", "bw": 8, "scale": [0.5], "offset": [-3]}],
+           "param_encodings": []}
+    assert [t.zero_point for t in read_encodings(_write(tmp_path, obj))] == [[3]]
+
+
 def test_reader_mixed_precision_float_entries(tmp_path):
     obj = {"activation_encodings": {"conv2_1": [{"bitwidth": 32, "dtype": "float"}],
                                     "data_0": [{"bitwidth": 8, "dtype": "int", "min": -1.0, "max": 1.0}]},
@@ -194,7 +224,16 @@ def test_reader_mixed_precision_float_entries(tmp_path):
     ({"activation_encodings": {}, "param_encodings": {"w": [{"bitwidth": 8, "min": 0, "max": 1,
                                                              "is_symmetric": "maybe"}]}},
      "is_symmetric", "boolean"),
-    ({"version": "2.0", "activation_encodings": [], "param_encodings": []}, "version", "1.x.x"),
+    ({"version": "2.0", "activation_encodings": [], "param_encodings": []}, "version", "1.x.y"),
+    ({"version": "2.0.0", "activation_encodings": [], "param_encodings": []}, "version", "not read here"),
+    ({"version": "v1", "activation_encodings": [], "param_encodings": []}, "version", "not a known"),
+    ({"version": "1.0.0-rc", "activation_encodings": [], "param_encodings": []}, "version", "not a known"),
+    ({"version": 1.0, "activation_encodings": [], "param_encodings": []}, "version", "not a known"),
+    ({"version": "", "activation_encodings": {}, "param_encodings": {}}, "version", "not a known"),
+    ({"version": "0.6.1", "activation_encodings": [], "param_encodings": []}, "activation_encodings",
+     "one format per file"),
+    ({"version": "1.0.0", "activation_encodings": {}, "param_encodings": {}}, "activation_encodings",
+     "versioned section"),
     ({"version": "1.0.0", "activation_encodings": [{"name": "x", "bw": 8, "enc_type": "PER_BLOCK",
                                                     "scale": [1.0], "offset": [0]}], "param_encodings": []},
      "enc_type", "PER_TENSOR or PER_CHANNEL"),

@@ -262,16 +262,22 @@ def _fuzz(n, body):
 
 
 def test_case_files(tmp_path):
+    """(load_case_files computes each case's golden: a mutation the spec checks let through reaches it.)"""
     from suite.cases.files import load_case_files
+    from suite.core.case import id_problem
     docs = _small_cases()
     assert len(docs) >= 10
     path = tmp_path / "case.json"
+
+    def load():
+        for c in load_case_files([str(path)]):   # what loads has an id that names a file safely
+            assert id_problem(c.id) is None, c.id
 
     def body(data):
         doc = mutate(data.draw(st.sampled_from(docs)), data)
         note(f"mutated: {_to_json(doc)[:3000]}")
         path.write_bytes(garble(_to_json(doc), data))
-        _only_qconform_errors(load_case_files, [str(path)])
+        _only_qconform_errors(load)
     assert _fuzz(EXAMPLES["case"], body) >= EXAMPLES["case"]
 
 

@@ -460,3 +460,14 @@ def test_qconform_golden_reports_a_bad_case_in_one_line(tmp_path, capsys):
     assert main(["golden", str(p)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("qconform: error:") and "outputs[0].shape" in err and "Traceback" not in err
+
+
+def test_inputs_that_do_not_broadcast_are_one_clear_error():
+    """(found by fuzzing case files: a ValueError from inside the golden before)"""
+    from suite.core.errors import QconformError
+    for op in ("ADD", "MUL", "MAXIMUM", "LESS"):
+        c = binary(op, t8(np.arange(6).reshape(2, 3), 0.1, 0), t8(np.arange(6).reshape(2, 3), 0.1, 0), 0.2, 0)
+        c.inputs[1] = t8(np.arange(4).reshape(2, 2), 0.1, 0)
+        with pytest.raises(QconformError) as e:
+            golden(c)
+        assert e.value.field == "inputs[1].shape" and "do not broadcast" in str(e.value)

@@ -15,7 +15,8 @@ from suite.cases.generate import generate
 from targets import get_target
 from targets.base import Timing
 from targets.netrun import NetrunTarget, load_profile
-from tests.standins.conftest_fixtures import fake_adb, sshd  # noqa: F401  (fixtures)
+
+pytest_plugins = "tests.standins.conftest_fixtures"   # the device fixtures: sshd, fake_adb, dead_host
 
 FAKE = Path(__file__).resolve().parent / "standins" / "fake_net_run.py"
 PY = sys.executable

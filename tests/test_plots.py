@@ -1,7 +1,8 @@
 """The report's charts (reports/plots.py): SVG written as text, checked by parsing it back.
 
-Every data mark sits in a ``<g class=...>`` of its kind (cells, no-data, failing, bars, legend),
-so the tests count marks per kind and compare them with what the inputs hold.
+Every data mark sits in a ``<g class=...>`` of its kind (bars, legend), so the tests count
+marks per kind and compare them with what the inputs hold. (The op x target matrix is the page's
+HTML table: tests/test_reports.py.)
 """
 
 from __future__ import annotations
@@ -45,14 +46,6 @@ def _num(e: ET.Element, attr: str) -> float:
     return float(e.get(attr))
 
 
-def _matrix_inputs():
-    ops, targets = ["ADD", "MUL", "CONV_2D"], ["a", "b"]
-    pct = {("ADD", "a"): 100.0, ("ADD", "b"): 95.0, ("MUL", "a"): None, ("MUL", "b"): 99.99,
-           ("CONV_2D", "b"): 50.0}                    # CONV_2D @ a: no entry at all
-    failed = {("ADD", "b"): 2, ("MUL", "a"): 1, ("CONV_2D", "b"): 0}
-    return ops, targets, pct, failed
-
-
 def _hist_inputs():
     hists = {"ADD": {"a": {"0": 1000, "1": 10, "-1": 0}, "b": {"0": 900, ">16": 3}},
              "MUL": {"a": {"0": 5}},
@@ -73,7 +66,6 @@ def _causes_inputs():
 
 
 CHARTS = {
-    "matrix": lambda: plots.matrix_svg(*_matrix_inputs()),
     "histograms": lambda: plots.histograms_svg(*_hist_inputs(), hist_key_order),
     "latency": lambda: plots.latency_svg(*_latency_inputs()),
     "causes": lambda: plots.causes_svg(*_causes_inputs()),
@@ -98,52 +90,6 @@ def test_chart_is_an_svg_with_viewbox(chart):
 @pytest.mark.parametrize("chart", CHARTS)
 def test_same_inputs_same_bytes(chart):
     assert CHARTS[chart]() == CHARTS[chart]()
-
-
-def test_matrix_has_every_cell_and_name():
-    ops, targets, pct, failed = _matrix_inputs()
-    root = _svg(plots.matrix_svg(ops, targets, pct, failed))
-    texts = _texts(root)
-    for name in ops + targets:
-        assert name in texts
-    cells, empty, outlined = _marks(root, "cells"), _marks(root, "no-data"), _marks(root, "failing")
-    with_data = [(op, t) for op in ops for t in targets if pct.get((op, t)) is not None]
-    assert len(cells) == len(with_data) == 4
-    assert len(empty) == len(ops) * len(targets) - len(with_data) == 2
-    assert len(outlined) == sum(1 for v in failed.values() if v) == 2
-    # no-data cells look different from every data cell, and say "-"
-    assert {c.get("fill") for c in empty} == {plots.NO_DATA}
-    assert plots.NO_DATA not in {c.get("fill") for c in cells}
-    assert texts.count("-") == 2
-    # numbers and failures in the cells (100 % without failures: no text)
-    in_cells = [s.text for t in root.iter(NS + "text") if t.get("font-size") == "7" for s in t.iter(NS + "tspan")]
-    in_cells += [t.text for t in root.iter(NS + "text") if t.get("font-size") == "7" and not len(t)]
-    assert sorted(in_cells) == ["-", "-", "1 fail", "2 fail", "50", "95", ">99.9"]
-    # each cell in its op's row and its target's column
-    row_y = {op: _num(t, "y") for t in root.iter(NS + "text") for op in ops if t.text == op}
-    col_x = {}
-    for t in root.iter(NS + "text"):
-        if t.text in targets:
-            col_x[t.text] = _num(t, "x")
-    centres = {(round(_num(c, "x") + _num(c, "width") / 2, 1), round(_num(c, "y") + _num(c, "height") / 2, 1))
-               for c in cells + empty}
-    assert centres == {(round(col_x[t], 1), round(row_y[op], 1)) for op in ops for t in targets}
-    colour_at = {(round(_num(c, "x") + _num(c, "width") / 2, 1), round(_num(c, "y") + _num(c, "height") / 2, 1)):
-                 c.get("fill") for c in cells + empty}
-    def colour(op, t):
-        return colour_at[(round(col_x[t], 1), round(row_y[op], 1))]
-    # the colours: 100 % green, 95 % yellow, 50 % clipped to the red of 90 %; no data grey
-    assert [colour("ADD", "a"), colour("ADD", "b"), colour("CONV_2D", "b")] == ["#27ae60", "#f1c40f", "#c0392b"]
-    assert colour("CONV_2D", "a") == colour("MUL", "a") == plots.NO_DATA
-
-
-def test_matrix_colour_bar_and_title():
-    root = _svg(plots.matrix_svg(*_matrix_inputs()))
-    texts = _texts(root)
-    assert [v for v in texts if v in {"90", "92", "94", "96", "98", "100"}] == ["90", "92", "94", "96", "98", "100"]
-    assert "bit-exact % (clipped at 90)" in texts and "bit-exact % per op x target" in texts
-    stops = [s.get("stop-color") for s in root.iter(NS + "stop")]
-    assert stops == [c for _, c in plots.RAMP]
 
 
 def test_histograms_have_every_panel_and_bar():
@@ -255,12 +201,9 @@ def test_causes_stacked_bars_and_legend():
     assert ticks == ["0", "5", "10", "15", "20"]
 
 
-@pytest.mark.parametrize("chart", ["matrix", "histograms", "latency", "causes"])
+@pytest.mark.parametrize("chart", ["histograms", "latency", "causes"])
 def test_names_are_escaped(chart):
-    if chart == "matrix":
-        data = plots.matrix_svg([NASTY], [NASTY + "t"], {(NASTY, NASTY + "t"): 97.0}, {(NASTY, NASTY + "t"): 1})
-        want = [NASTY, NASTY + "t"]
-    elif chart == "histograms":
+    if chart == "histograms":
         data = plots.histograms_svg({NASTY: {NASTY + "t": {"<-16": 3, "0": 5}}}, [NASTY + "t"], hist_key_order)
         want = [NASTY, NASTY + "t", "<-16"]
     elif chart == "latency":
@@ -281,10 +224,6 @@ def test_control_characters_do_not_break_the_xml():
 
 
 EMPTY = {
-    "matrix, nothing": lambda: plots.matrix_svg([], [], {}, {}),
-    "matrix, no ops": lambda: plots.matrix_svg([], ["a"], {}, {}),
-    "matrix, no targets": lambda: plots.matrix_svg(["X"], [], {}, {}),
-    "matrix, all None": lambda: plots.matrix_svg(["X"], ["a"], {("X", "a"): None}, {}),
     "histograms, nothing": lambda: plots.histograms_svg({}, [], hist_key_order),
     "histograms, no targets": lambda: plots.histograms_svg({"X": {"a": {"0": 3}}}, [], hist_key_order),
     "histograms, op without bins": lambda: plots.histograms_svg({"X": {}}, ["a"], hist_key_order),
@@ -300,14 +239,13 @@ EMPTY = {
 def test_empty_and_none_inputs_draw_an_empty_chart(case):
     root = _svg(EMPTY[case]())
     assert len(root.get("viewBox").split()) == 4
-    marks = _marks(root, "cells") + _marks(root, "bars")
+    marks = _marks(root, "bars")
     assert len(marks) == (1 if case == "latency, NaN" else 0)
 
 
 def test_no_matplotlib_import():
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from reports import plots; "
             "from reports.causes import hist_key_order; "
-            "plots.matrix_svg(['A'], ['t'], {('A', 't'): 99.0}, {}); "
             "plots.histograms_svg({'A': {'t': {'0': 3}}}, ['t'], hist_key_order); "
             "plots.latency_svg(['A'], ['t'], {('A', 't'): 3.0}); plots.causes_svg(['A @ t'], {'tie': [3]}); "
             "assert not [m for m in sys.modules if m.split('.')[0] == 'matplotlib'], 'matplotlib imported'")
@@ -315,14 +253,10 @@ def test_no_matplotlib_import():
 
 
 def test_charts_of_a_default_size_run():
-    """47 ops x 4 targets (the default run), histograms filling 36 slots, 82 cause rows: every cell drawn.
-    (About 5 ms here; the matplotlib charts took about 0.45 s. Printed, not asserted: no test depends
-    on the machine's speed.)"""
+    """47 ops x 4 targets (the default run), histograms filling 36 slots, 82 cause rows: every bar drawn.
+    (Printed, not asserted: no test depends on the machine's speed.)"""
     ops = [f"OP_NUMBER_{i}" for i in range(47)]
     targets = ["tflite", "tflite-ref", "ort", "htp"]
-    pct = {(op, t): (None if (i + j) % 13 == 0 else 90 + (i * 7 + j) % 11) for i, op in enumerate(ops)
-           for j, t in enumerate(targets)}
-    failed = {(op, t): (i + j) % 5 for i, op in enumerate(ops) for j, t in enumerate(targets)}
     p50 = {(op, t): 0.5 + (i * 3 + j * 40) % 300 for i, op in enumerate(ops) for j, t in enumerate(targets)}
     keys = ["<-16"] + [str(k) for k in range(-16, 17)] + [">16"]                      # 35 bins at most
     hists = {op: {t: {k: (i * 31 + j * 7 + n) % 20000 for n, k in enumerate(keys[: 3 + (i * 5) % 33])}
@@ -330,8 +264,9 @@ def test_charts_of_a_default_size_run():
     labels = [f"{op} @ {t}" for op in ops[:21] for t in targets][:82]
     counts = {c: [(i * (k + 3)) % 900 for i in range(len(labels))] for k, c in enumerate(plots.CAUSE_COLORS)}
     t0 = time.perf_counter()
-    out = [plots.matrix_svg(ops, targets, pct, failed), plots.histograms_svg(hists, targets, hist_key_order),
-           plots.latency_svg(ops, targets, p50), plots.causes_svg(labels, counts)]
+    out = [plots.histograms_svg(hists, targets, hist_key_order), plots.latency_svg(ops, targets, p50),
+           plots.causes_svg(labels, counts)]
     took = time.perf_counter() - t0
-    print(f"\nfour charts of a default-size run: {took * 1000:.1f} ms, {sum(map(len, out))} bytes")
-    assert len(_marks(_svg(out[0]), "cells")) + len(_marks(_svg(out[0]), "no-data")) == 47 * 4
+    print(f"\nthe charts of a default-size run: {took * 1000:.1f} ms, {sum(map(len, out))} bytes")
+    assert len(_marks(_svg(out[1]), "bars")) == 47 * 4
+    assert len(_marks(_svg(out[2]), "bars")) == sum(1 for c in counts.values() for n in c if n)

@@ -31,7 +31,10 @@ def test_ref_run_writes_results_and_summary(run):
     proc, rd = run("--target=ref", "--ops", "ADD,MUL", "--cases-per-op", "4", "-k", "not qnn")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc.result.assert_outcomes(passed=8, deselected=proc.result.parseoutcomes()["deselected"])
-    assert "qconform: per-op x target summary" in proc.stdout
+    # nothing failed: no table at the default verbosity, the verdict as the last qconform line
+    assert "qconform: per-op x target summary" not in proc.stdout
+    assert [ln for ln in proc.stdout.splitlines() if ln.startswith("qconform:")][-1] == \
+        "qconform: no new failures; 0 known (findings), 0 waived"
     rows = _rows(rd)
     assert len(rows) == 8 and all(r["status"] == "pass" and r["bit_exact"] for r in rows)
     with open(rd / "summary.csv") as f:
@@ -86,8 +89,9 @@ def test_failure_message_and_reproduction(run, tmp_path):
     r = failed[0]
     assert r["first_index"] is not None and r["got"] - r["want"] in (-2, 2) and r["max_abs_lsb"] == 2
     # the message names the case id, first index, got vs want and the reproduction command
-    assert f"{r['case_id']} on tests.spine_targets:OffByOne" in proc.stdout
-    assert f"first mismatch output 0 index {r['first_index']}: got {r['got']}, want {r['want']}" in proc.stdout
+    assert f"{r['case_id']} on off-by-one" in proc.stdout   # the class's name; the repro selects it by module:Class
+    assert (f"worst at output {r['worst_output']} index {r['worst_index']}: got {r['worst_got']}, "
+            f"want {r['worst_want']} ({r['worst_err_lsb']:+d} LSB, cause: {r['worst_cause']})") in proc.stdout
     assert f"reproduce: {r['repro']}" in proc.stdout
     assert r["repro"].startswith("pytest --target=tests.spine_targets:OffByOne --scheme=tflite-ref-double "
                                  "--tolerance=") and f"--case-file={r['failure_file']}" in r["repro"]
@@ -111,7 +115,8 @@ def test_unsupported_error_and_garbage_verdicts_are_distinct(run):
     proc, rd = run(f"--target={refuses},{raises},{wrong}", "--ops", "ADD,MUL", "--cases-per-op", "2", "-k", "not qnn")
     assert proc.returncode == 1
     rows = _rows(rd)
-    by = {t: [r for r in rows if r["target"] == t] for t in (refuses, raises, wrong)}
+    names = {refuses: "refuses", raises: "raises", wrong: "wrong-shape"}   # rows: each class's own name
+    by = {t: [r for r in rows if r["target"] == name] for t, name in names.items()}
     assert {r["status"] for r in by[refuses] if r["op"] == "ADD"} == {"pass"}
     assert {r["status"] for r in by[refuses] if r["op"] == "MUL"} == {"unsupported"}
     assert all("MUL is not implemented" in r["reason"] for r in by[refuses] if r["op"] == "MUL")
@@ -153,7 +158,7 @@ def test_runxfail_shows_waived_failures_as_failures(run, tmp_path):
     bad = [c for c in ids if flipped(c)]                       # the cases WrongTarget gets wrong
     assert len(bad) >= 2
     waivers = tmp_path / "w.toml"
-    waivers.write_text(f'format = "qconform-waivers/1"\ntarget = "{target}"\n[[waiver]]\ncase = "{bad[0]}"\n'
+    waivers.write_text(f'format = "qconform-waivers/1"\ntarget = "wrong"\n[[waiver]]\ncase = "{bad[0]}"\n'
                        f'reason = "known"\nversions = {{ helper = "1.*" }}\nexpires = 2099-12-31\n')
     args = (f"--target={target}", "--ops", "ADD", "--cases-per-op", "5", f"--waivers={waivers}")
     proc, rd = run(*args)

@@ -12,8 +12,9 @@ from suite.cases.generate import generate
 from targets import get_target
 from targets.base import Timing
 from targets.remote import RemoteTarget, remote_target
-from tests.standins.conftest_fixtures import fake_adb, sshd  # noqa: F401  (fixtures)
 from tests.conftest import rows_written as _rows
+
+pytest_plugins = "tests.standins.conftest_fixtures"   # the device fixtures: sshd, fake_adb, dead_host
 
 PY = __import__("sys").executable
 TIMING = Timing(warmup=0, repeats=2)

@@ -90,3 +90,15 @@ def test_device_needs_a_device_capable_target(run_suite, tmp_path):
     assert proc.returncode == 4 and "--device needs --target" in proc.stderr
     proc, _ = run_suite("--target=ort", "--ops", "ADD", "--device=fax:1234")
     assert proc.returncode == 4 and "unknown device kind 'fax'" in proc.stderr
+
+
+def test_a_dead_device_in_a_farm_is_one_error_before_any_worker(run_suite, tmp_path):
+    """The controller probes every device at once before starting workers: one line naming the
+    device that failed (and not the one that answered), no run folder."""
+    bad = f"local:{tmp_path / 'board b'}?name=board-b&python=/nonexistent/python3"
+    proc, rd = run_suite("--target=ort", "--ops", "ADD", f"--device=local:{tmp_path / 'board a'}?name=board-a",
+                         f"--device={bad}")
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 4 and len(lines) == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert lines[0].startswith(f"ERROR: {bad}: field '--device': the device's python (/nonexistent/python3)")
+    assert "board-a" not in lines[0] and "Traceback" not in proc.stderr and not rd.parent.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import json
 import re
 import shutil
@@ -16,6 +17,9 @@ import pytest
 from reports.causes import analyse, best_scheme, cause_counts, error_histogram
 from reports.results import read_rows
 from suite.core.case import Case, Tensor
+from tests.inprocess import run_inprocess
+
+pytest_plugins = "pytester"
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -66,6 +70,49 @@ def test_exact_result_has_counts_but_no_causes():
     assert res == {"scheme_exact": {"run": 3, "alt": 2}}
 
 
+def test_worst_cause_is_the_label_of_the_largest_error():
+    """The element with the largest |error| (the first of equals) gets its label; "scheme" names the scheme."""
+    case = _case(3)
+    want = np.array([10, 20, 30], np.int8)
+    goldens = {"exact": [np.array([10.0, 20.0, 30.0])], "alt": [np.array([10, 25, 31], np.int8)]}
+    def worst(got):
+        return analyse(case, [np.asarray(got, np.int64) - want], [want], lambda s: goldens[s], "run",
+                       schemes=["run", "alt"])["worst_cause"]
+    assert worst([11, 25, 30]) == "scheme alt"        # +5 (alt's value) beats an unexplained +1
+    assert worst([15, 25, 30]) == "unexplained"       # +5 and +5: the first one
+    assert worst([10, 20, 31]) == "scheme alt"
+
+
+def test_failure_message_names_the_worst_element_and_its_cause():
+    """A 1 LSB mismatch first, a 3 LSB one later: the message and the row name the 3 LSB one (its
+    index, got, want, error and cause); the row keeps the first mismatch too."""
+    from suite.cases.generate import make_case
+    from suite.core.tolerance import load_policy
+    from suite.core.waivers import load_waivers
+    from suite.harness.judge import Goldens, Judge
+    from targets.base import Outcome
+    case = make_case("ADD", "random", 0)
+    goldens = Goldens()
+    want = goldens.get(case, "tflite-ref-double")[0]
+    got = want.astype(np.int64).ravel()
+    inner = [int(i) for i in np.flatnonzero((got > -100) & (got < 100))]   # away from the dtype's limits
+    first, worst, tie = inner[0], inner[2], inner[3]
+    got[first] += 1
+    got[worst] += 3
+    got[tie] -= 3                                          # as large: the first of equals is named
+    judge = Judge(scheme="tflite-ref-double", policy=load_policy(None), waivers=load_waivers([]), goldens=goldens,
+                  run_id="r", seed=0)
+    v, _ = judge(case, "some-kernel", Outcome.ok([got.reshape(want.shape).astype(np.int8)], [1.0]), {})
+    r = v.row
+    index = [int(i) for i in np.unravel_index(worst, want.shape)]
+    assert v.status.value == "fail" and r["first_index"] == [int(i) for i in np.unravel_index(first, want.shape)]
+    assert (r["worst_output"], r["worst_index"], r["worst_err_lsb"]) == (0, index, 3)
+    assert (r["worst_got"], r["worst_want"]) == (int(want.ravel()[worst]) + 3, int(want.ravel()[worst]))
+    assert r["worst_cause"] == "unexplained"
+    assert (f"3/{want.size} elements off (max |err| 3 LSB, allowed |err| <= 1 LSB); worst at output 0 index "
+            f"{index}: got {r['worst_got']}, want {r['worst_want']} (+3 LSB, cause: unexplained)") in v.message
+
+
 def test_histogram_pools_large_errors():
     h = error_histogram([np.array([0, 1, 1, -40, 99, 16, -17])])
     assert h == {"<-16": 2, "1": 2, "16": 1, ">16": 1}
@@ -100,7 +147,157 @@ def test_html_matrix_of_a_farm_run_counts_every_device():
             dict(base, device="ssh:b", status="pass", elements=10, mismatches=0, max_abs_lsb=0.0)]
     text = build_html(rows, {"run_id": "r", "finished": "x"}, None)
     cell = re.search(r'id="matrix">.*?</table>', text).group(0)
-    assert 'class="cell failing"' in cell and "1/2" in cell and "1 failed" in cell, cell
+    assert 'class="cell new"' in cell and "1/2" in cell and "1 new" in cell, cell
+
+
+# ----------------------------------------------------------------------------- new failures apart from known ones
+
+def _mixed_rows() -> list[dict]:
+    """ADD on t: a pass, a new failure, a known one (finding), a waived crash, a new error and a
+    known crash; MUL on t: one known failure only."""
+    base = {"run_id": "r", "op": "ADD", "target": "t", "sum_err_lsb": 0, "elements": 4, "mismatches": 0,
+            "max_abs_lsb": 0.0, "p50_us": 1.0}
+    bad = dict(base, status="fail", mismatches=2, max_abs_lsb=3.0, worst_output=0, worst_index=[0, 3], worst_got=7,
+               worst_want=4, worst_err_lsb=3, worst_cause="unexplained", causes={"unexplained": 2})
+    return [dict(base, case_id="ADD-a-000", status="pass"),
+            dict(bad, case_id="ADD-a-001", repro="pytest --target=t --case-file=/runs/x/failures/t/ADD-a-001.json "
+                                                 "--report-dir=/tmp/qconform-repro", failure_file="/runs/x/ADD-a-001.json"),
+            dict(bad, case_id="ADD-a-002", finding="f-one"),
+            dict(base, case_id="ADD-a-003", status="waived", waived_status="crash", waiver="w.toml#0", elements=None),
+            dict(base, case_id="ADD-a-004", status="error", reason="kernel exploded", elements=None),
+            dict(base, case_id="ADD-a-005", status="crash", finding="f-two", elements=None),
+            dict(bad, op="MUL", case_id="MUL-a-000", finding="f-one")]
+
+
+def test_summary_counts_new_and_known_failures_in_columns_of_their_own():
+    from reports.summary import COLUMNS, KNOWN_COLUMNS, summarize, to_csv, totals, verdict_line
+    table = summarize(_mixed_rows())
+    add, mul = table
+    assert [add[c] for c in KNOWN_COLUMNS] == [1, 1, 1, 2]     # known: a finding or a waiver (as what it was)
+    assert (add["failed"], add["errors"], add["waived"]) == (2, 2, 1)   # the existing columns, as they were
+    assert [mul[c] for c in KNOWN_COLUMNS] == [0, 1, 0, 0]
+    cols = list(add)
+    assert cols[: len(COLUMNS)] == COLUMNS and cols[-4:] == KNOWN_COLUMNS
+    assert to_csv(table).splitlines()[0].endswith(",failed_new,failed_known,errors_new,errors_known")
+    t = totals(table)
+    assert verdict_line(t) == "2 new failures (1 fail, 1 error) in 1 (op, target); 3 known (findings), 1 waived"
+    assert verdict_line(totals([mul])) == "no new failures; 1 known (findings), 0 waived"
+
+
+def test_verdict_is_never_a_pass_it_cannot_vouch_for():
+    from reports.summary import summarize, totals, verdict
+    new, known = totals(summarize(_mixed_rows())), totals(summarize(_mixed_rows()[-1:]))
+    done = {"finished": "x", "exit_status": 0}
+    assert verdict(new, done)[0] == verdict(new, None)[0] == "FAIL"
+    assert verdict(known, done) == ("PASS", "no new failures; 1 known (findings), 0 waived")
+    assert verdict(known, None)[0] == verdict(known, {"finished": None})[0] == "INCOMPLETE"
+    assert verdict(known, {**done, "interrupted": True})[0] == "INCOMPLETE"
+    # pytest failed although no row is a new failure (--runxfail, a harness error in a test): not a PASS
+    word, line = verdict(known, {**done, "exit_status": 1})
+    assert word == "FAIL" and "exit status was 1" in line
+
+
+def test_page_opens_with_the_verdict_then_the_new_failures():
+    from reports.html import CELLS, build_html
+    text = build_html(_mixed_rows(), {"run_id": "r", "finished": "x", "exit_status": 1})
+    verdict = re.search(r'<div class="verdict (\w+)" id="verdict">(.*?)</div>', text)
+    assert verdict.groups() == ("FAIL", "FAIL: 2 new failures (1 fail, 1 error) in 1 (op, target); 3 known "
+                                        "(findings), 1 waived")
+    order = [text.index(s) for s in ('id="verdict"', 'id="new-section"', 'id="matrix-section"',
+                                     'id="summary-section"', 'id="known-section"')]
+    assert order == sorted(order)
+    new = re.search(r'id="new-failures".*?</table>', text, re.S).group(0)
+    known = re.search(r'id="known-failures".*?</table>', text, re.S).group(0)
+    assert "ADD-a-001" in new and "ADD-a-004" in new and "kernel exploded" in new
+    assert not {"ADD-a-002", "ADD-a-003", "ADD-a-005", "MUL-a-000"} & set(re.findall(r"[A-Z]+-a-\d+", new))
+    assert {"ADD-a-002", "ADD-a-003", "ADD-a-005", "MUL-a-000"} <= set(re.findall(r"[A-Z]+-a-\d+", known))
+    # the worst element and its cause, and the command in one copyable block
+    assert "out 0 [0, 3]: got 7, want 4 (+3 LSB, cause: unexplained)" in new
+    assert ('<code>pytest --target=t --case-file=/runs/x/failures/t/ADD-a-001.json --report-dir=/tmp/qconform-repro'
+            '</code><button type="button" class="copy"') in new
+    # one matrix, a colour per state and its legend: ADD has new failures, MUL known ones only
+    colour = {k: c for k, c, _ in CELLS}
+    assert len(set(colour.values())) == len(CELLS)
+    matrix = re.search(r'id="matrix">.*?</table>', text, re.S).group(0)
+    cells = dict(re.findall(r'<tr><td>(\w+)</td><td class="cell (\w+)"', matrix))
+    assert cells == {"ADD": "new", "MUL": "known"}
+    assert f'background:{colour["known"]}' in matrix and f'background:{colour["new"]}' in matrix
+    legend = re.search(r'<p class="legend">.*?</p>', text, re.S).group(0)
+    assert all(f"background:{c}" in legend and html.escape(what) in legend for _, c, what in CELLS)
+    assert "matrix-plot" not in text and text.count('id="matrix"') == 1
+
+
+def test_a_page_without_new_failures_says_pass():
+    from reports.html import build_html
+    text = build_html(_mixed_rows()[-1:], {"run_id": "r", "finished": "x", "exit_status": 0})
+    assert '<div class="verdict PASS" id="verdict">PASS: no new failures; 1 known (findings), 0 waived</div>' in text
+    assert "No new failures; the 1 known ones are listed below." in text
+
+
+def test_an_op_failing_as_a_whole_is_red_and_named_under_the_new_failures():
+    """Every case passes but the (op, target) judged whole fails (reports.causes.judge_group: a bias)."""
+    from reports.html import Page, render
+    from reports.summary import summarize
+    rows = _mixed_rows()[:1]
+    page = Page()
+    page.add(rows[0])
+    [pair] = summarize(rows)
+    pair["group_failure"] = "int8 outputs biased +: mean error +0.02 LSB"
+    text = render(page, [pair], [pair], {"run_id": "r", "finished": "x", "exit_status": 1})
+    assert '<div class="verdict FAIL"' in text and 'class="cell new"' in text and "as a whole" in text
+    assert text.index("int8 outputs biased +") < text.index('id="matrix-section"')
+    pair["group_known"], pair["group_failure"] = pair["group_failure"] + " [known finding f]", None
+    text = render(page, [pair], [pair], {"run_id": "r", "finished": "x", "exit_status": 0})
+    assert '<div class="verdict PASS"' in text and 'class="cell known"' in text
+
+
+def test_summary_md_opens_with_the_verdict_and_the_new_failures():
+    from reports.html import Page
+    from reports.summary import markdown_file, summarize
+    rows = _mixed_rows()
+    page = Page()
+    for r in rows:
+        page.add(r)
+    md = markdown_file(summarize(rows), {"finished": "x", "exit_status": 1}, page.new.first(), page.new.n)
+    lines = md.splitlines()
+    assert lines[0] == "# qconform summary"
+    assert lines[2] == "**FAIL: 2 new failures (1 fail, 1 error) in 1 (op, target); 3 known (findings), 1 waived**"
+    assert lines[4] == "## New failures"
+    cases = [ln.split(" | ")[0][2:] for ln in lines[8:10]]
+    assert cases == ["ADD-a-001", "ADD-a-004"]
+    assert "out 0 [0, 3]: got 7, want 4 (+3 LSB, cause: unexplained)" in lines[8]
+    assert md.index("## (op, target)s with new failures") < md.index("## Every (op, target)")
+    assert md.split("## Every (op, target)")[1].count("| ADD | t |") == 1   # the whole table is there
+
+
+def test_terminal_leads_with_new_failures(pytester, tmp_path):
+    """-q: the (op, target)s with new failures and the verdict as the last qconform line; default: also
+    those with known ones; -v: every (op, target)."""
+    from suite.cases.generate import case_id, plan_ids
+    from tests.helper_targets import flipped
+    bad = [c for c in (case_id(*p) for p in plan_ids(["ADD", "TANH"], 3)) if flipped(c)]
+    assert bad == ["ADD-zp_min-000", "ADD-qnn_u8-000", "TANH-zp_min-000"]   # int8 and uint8 outputs: 3 LSB fail
+    waived = "TANH-zp_min-000"
+    waivers = tmp_path / "w.toml"
+    waivers.write_text(f'format = "qconform-waivers/1"\ntarget = "*"\n[[waiver]]\ncase = "{waived}"\n'
+                       f'reason = "known"\nversions = {{ helper = "1.*" }}\nexpires = 2099-12-31\n')
+    args = ("--target=tests.helper_targets:WrongTarget", "--ops", "ADD,TANH", "--cases-per-op", "3",
+            f"--waivers={waivers}")
+    last = "qconform: 2 new failures (2 fails, 0 errors) in 1 (op, target); 0 known (findings), 1 waived"
+    out = {}
+    for flag in ("-q", "", "-v"):
+        proc, _ = run_inprocess(pytester, *filter(None, [flag]), *args)
+        assert proc.returncode == 1
+        out[flag] = proc.stdout
+        assert [ln for ln in proc.stdout.splitlines() if ln.startswith("qconform:")][-1] == last
+    def table(text):   # the (op) of each row of the summary table
+        part = text.split(" qconform: ")[1].split("also written")[0]
+        return [ln.split()[0] for ln in part.splitlines()[3:] if ln.strip() and not ln.startswith("every")]
+    assert "qconform: (op, target)s with new failures =" in out["-q"] and "failed_new" in out["-q"]
+    assert table(out["-q"]) == ["ADD"]                         # TANH's one failure is waived
+    assert "qconform: (op, target)s with failures, new first =" in out[""] and table(out[""]) == ["ADD", "TANH"]
+    assert "qconform: per-op x target summary =" in out["-v"] and "bit_exact_pct" in out["-v"]
+    assert "every (op, target): summary.md" in out["-q"] and "every (op, target)" not in out["-v"]
 
 
 # ----------------------------------------------------------------------------- a real run
@@ -139,7 +336,8 @@ def test_run_json(run_dir):
     assert info["options"]["seed"] == 0 and info["options"]["cases_per_op"] == 5
     assert info["options"]["ops"] == ["ADD", "MUL"]
     assert info["targets"]["ref"]["versions"]["numpy"] == np.__version__
-    assert info["targets"]["tests.helper_targets:WrongTarget"]["versions"] == {"helper": "1.0"}
+    [wrong] = [v for name, v in info["targets"].items() if name != "ref"]   # (named by its spec or its class)
+    assert wrong["versions"] == {"helper": "1.0"}
     assert info["host"]["python"] and info["suite_version"]
     assert info["cost"]["rows"] == len(read_rows(run_dir))
 
@@ -158,10 +356,11 @@ def _imgs(text: str) -> list[str]:
 
 def test_index_html_is_self_contained(run_dir):
     text = (run_dir / "index.html").read_text()
-    assert 'id="matrix"' in text and 'id="matrix-plot"' in text and 'id="latency-plot"' in text
-    assert 'class="histogram"' in text and 'id="failures"' in text and 'id="causes"' in text
+    assert 'id="matrix"' in text and 'id="latency-plot"' in text
+    assert 'class="histogram"' in text and 'id="new-failures"' in text and 'id="causes"' in text
+    assert "matrix-plot" not in text   # one op x target matrix: the table
     imgs = _imgs(text)
-    assert len(imgs) >= 4
+    assert len(imgs) >= 3   # histograms, latency, causes
     for tag in imgs:
         m = re.search(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', tag)
         assert m, f"not an embedded SVG: {tag[:120]}"
@@ -171,11 +370,12 @@ def test_index_html_is_self_contained(run_dir):
     # nothing is fetched from anywhere: no external src/href, no stylesheet or script links
     assert not re.search(r'(src|href)="(https?:)?//', text)
     assert "<link" not in text and not re.search(r"<script[^>]+src=", text)
-    # the failing cases table lists every failure with its reproduction command, unexplained first
+    # the new failures table lists every failure with its reproduction command
     fails = [r for r in read_rows(run_dir) if r["status"] == "fail"]
+    new = re.search(r'id="new-failures".*?</table>', text, re.S).group(0)
     for r in fails:
-        assert r["case_id"] in text
-    assert "qconform shrink" in text and "sortable" in text
+        assert r["case_id"] in new and html.escape(r["repro"]) in new
+    assert "qconform shrink" in new and "sortable" in text
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (apt-get install -y chromium)")
@@ -197,8 +397,7 @@ def test_index_html_renders_offline_in_chromium(run_dir):
                 m = re.search(r'data-w="(\d+)"', tag)
                 return int(m.group(1)) if m else 0
         return None
-    # each image decoded in the browser (naturalWidth > 0): the matrix, a histogram, the latency chart
-    assert width("matrix-plot") > 100
+    # each image decoded in the browser (naturalWidth > 0): a histogram, the latency chart
     assert width(cls="histogram") > 100
     assert width("latency-plot") > 100
 
@@ -237,6 +436,19 @@ def test_junit_xml_carries_properties(tmp_path, run_suite):
     n = len(read_rows(rd))
     assert n >= 2 and text.count("<testcase") == n
     assert text.count('name="qconform.status" value="pass"') == n and 'name="qconform.max_abs_lsb"' in text
+
+
+def test_junit_time_is_what_each_case_cost(pytester, tmp_path, monkeypatch):
+    """A batch of 4 cases of 0.05 s each: every test's JUnit time is its share of the batch (at least
+    0.05 s: a sleep is never shorter), not the whole batch on the first test and 0.000 on the others."""
+    import xml.etree.ElementTree as ET
+    monkeypatch.setenv("QCONFORM_SLOW_S", "0.05")
+    xml = tmp_path / "junit.xml"
+    proc, _ = run_inprocess(pytester, "--target=tests.slow_targets:Slow", "--ops", "ADD", "--cases-per-op", "4",
+                            "-k", "not qnn", "--ahead=0", f"--junitxml={xml}")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    times = [float(c.get("time")) for c in ET.parse(xml).getroot().iter("testcase")]
+    assert len(times) == 4 and min(times) >= 0.05, times
 
 
 # ----------------------------------------------------------------------------- the end of a run = qconform report

@@ -114,9 +114,9 @@ def test_failing_cases_table_is_capped_with_a_line_saying_how_many_more(tmp_path
     rows = [_row(i, status="fail", max_abs_lsb=float(i % 9)) for i in range(40)]
     rows[17]["causes"] = {"tie": 2}                                   # explained: sorts after the rest
     text = h.build_html(rows, {"run_id": "r1", "finished": "x"})
-    table = text[text.index('id="failures"'):text.index("</table>", text.index('id="failures"'))]
+    table = text[text.index('id="new-failures"'):text.index("</table>", text.index('id="new-failures"'))]
     assert table.count("<tr>") == 1 + 5                                 # header + the capped rows
-    assert "35 more failing cases are not listed" in text
+    assert "35 more new failures are not listed" in text
     # the 5 listed: unexplained first, then largest max |error|, then case id (the order of a full sort)
     want = sorted(rows, key=lambda r: (-int(r["causes"].get("unexplained", 0) > 0), -r["max_abs_lsb"],
                                        r["case_id"]))[:5]

@@ -11,7 +11,9 @@ import pytest
 from suite.core.errors import QconformError
 from targets.transport import (TransportError, make_transport, parse_device, parse_device_list,
                                shell_command)
-from tests.standins.conftest_fixtures import fake_adb, sshd  # noqa: F401  (fixtures)
+from tests.inprocess import run_inprocess
+
+pytest_plugins = ["pytester", "tests.standins.conftest_fixtures"]   # + the device fixtures: sshd, fake_adb, dead_host
 
 NASTY = ["a b", "it's", 'say "hi"', "x; rm -rf /tmp/never", "$HOME", "`id`", "tab\there", "*", "-n"]
 NASTY_DIR = "ws 'q'; \"d\" $x"
@@ -33,13 +35,88 @@ def test_parse_device_kinds_and_settings():
 @pytest.mark.parametrize("text, words", [
     ("telnet:host", "unknown device kind"), ("ssh:", "names no host"), ("adb:", "names no serial"),
     ("ssh:-oProxyCommand=x", "must not start with '-'"), ("adb:a b", "adb serial"),
-    ("ssh:h?colour=red", "unknown setting 'colour'"), ("ssh:h?retries=-1", "must be >= 0"),
+    ("ssh:h?colour=red", "unknown setting 'colour'"), ("adb:S?port=22", "unknown setting 'port'"),
+    ("ssh:h?retries=1&retries=2", "setting 'retries' given twice"),
 ])
 def test_bad_device_strings_are_one_clear_error(text, words):
     with pytest.raises(QconformError) as e:
-        s = parse_device(text)
-        s.float_opt("retries", 0)
-    assert words in str(e.value) and "--device" in str(e.value)
+        parse_device(text)
+    assert words in str(e.value) and "--device" in str(e.value) and "\n" not in str(e.value)
+
+
+# every field of a device string checked whole at start: (string, what the message says, the rule)
+BAD_FIELDS = [
+    ("ssh:host:notaport", "port 'notaport' in 'host:notaport' is not a number", "1 to 65535"),
+    ("ssh:host:99999", "port '99999' in 'host:99999' must be >= 1 and <= 65535", "1 to 65535"),
+    ("ssh:host:0", "port '0'", "1 to 65535"),
+    ("ssh:host:", "port ''", "1 to 65535"),
+    ("ssh:host:22.5", "port '22.5' in 'host:22.5' must be a whole number", "1 to 65535"),
+    ("ssh:host?port=65536", "setting 'port=65536' must be >= 1 and <= 65535", "port: a whole number"),
+    ("ssh:host:22?port=2222", "two ports", "one port"),
+    ("ssh:bad host", "ssh host 'bad host'", "[user@]host[:port]"),
+    ("ssh:me me@host", "ssh user 'me me'", "[user@]host[:port]"),
+    ("ssh:host?retries=inf", "setting 'retries=inf' must be >= 0 and <= 10", "retries: "),
+    ("ssh:host?retries=1e9", "setting 'retries=1e9' must be >= 0 and <= 10", "from 0 to 10"),
+    ("ssh:host?retries=nan", "setting 'retries=nan' must be >= 0 and <= 10", "from 0 to 10"),
+    ("ssh:host?retries=-1", "setting 'retries=-1' must be >= 0 and <= 10", "from 0 to 10"),
+    ("ssh:host?retries=1.5", "setting 'retries=1.5' must be a whole number", "from 0 to 10"),
+    ("ssh:host?retries=%D9%A3", "is not a number", "from 0 to 10"),     # an Arabic-Indic 3: int() takes it
+    ("ssh:host?timeout=inf", "setting 'timeout=inf' must be > 0 and <= 86400", "timeout: seconds"),
+    ("ssh:host?timeout=0", "setting 'timeout=0' must be > 0", "timeout: seconds"),
+    ("ssh:host?timeout=1e9", "setting 'timeout=1e9' must be > 0 and <= 86400", "timeout: seconds"),
+    ("ssh:host?timeout=soon", "setting 'timeout=soon' is not a number", "timeout: seconds"),
+    ("ssh:host?wait=nan", "setting 'wait=nan' must be > 0 and <= 3600", "wait: seconds"),
+    ("ssh:host?wait=-inf", "setting 'wait=-inf' must be > 0", "wait: seconds"),
+    ("ssh:host?merge=yes", "setting 'merge=yes' must be 0 or 1", "merge: 0 or 1"),
+    ("ssh:host?connect_timeout=0", "setting 'connect_timeout=0' must be >= 1 and <= 300", "connect_timeout: "),
+    ("ssh:host?python=", "setting 'python=' must not be empty", "python: "),
+    ("local?root=", "setting 'root=' must not be empty", "root: "),
+    ("local?name=", "setting 'name=' must not be empty", "name: "),
+    ("local?python=py%0Athon", "must not hold control characters", "python: "),
+    ("ssh:host?identity=/nonexistent/id_key", "names no file on this host (/nonexistent/id_key)", "identity: "),
+    ("ssh:host?config=/nonexistent/ssh_config", "names no file on this host", "config: "),
+    ("adb:S?server=tcp:127.0.0.1:99999", "setting 'server=tcp:127.0.0.1:99999' must be >= 1", "server: "),
+    ("adb:S?server=usb", "must be tcp:[HOST:]PORT", "server: "),
+]
+
+
+@pytest.mark.parametrize("text, says, rule", BAD_FIELDS)
+def test_every_field_is_checked_at_parse(text, says, rule):
+    """One error naming the device string, the field (--device, and the setting or the part of
+    the address) and the rule, on one line."""
+    with pytest.raises(QconformError) as e:
+        parse_device(text)
+    msg = str(e.value)
+    assert e.value.source == text and e.value.field == "--device", msg
+    assert msg.startswith(f"{text}: field '--device': ") and says in msg and rule in msg and "\n" not in msg, msg
+
+
+def test_settings_are_typed():
+    s = parse_device("ssh:me@board:2222?retries=0&timeout=0.5&wait=5&merge=0&connect_timeout=3")
+    assert (s.host, s.port, s.label) == ("me@board", 2222, "ssh:me@board:2222")
+    assert s.values == {"retries": 0, "timeout": 0.5, "wait": 5.0, "merge": 0, "connect_timeout": 3}
+    assert isinstance(s.get("retries"), int) and s.get("absent", 7) == 7
+    assert (parse_device("ssh:[::1]:2200").host, parse_device("ssh:[::1]:2200").port) == ("::1", 2200)
+    assert parse_device("ssh:board?port=22").port == parse_device("ssh:board:22?port=22").port == 22
+    assert parse_device("ssh:board").port is None
+    assert parse_device("ssh:h?retries=10&timeout=86400&wait=3600").values == \
+        {"retries": 10, "timeout": 86400.0, "wait": 3600.0}
+    assert parse_device("adb:S?server=tcp:5037").get("server") == "tcp:5037"
+
+
+@pytest.mark.parametrize("text, words", [
+    ("ssh:host:notaport", "port 'notaport'"), ("ssh:host:99999", "port '99999'"),
+    ("ssh:host?retries=1e9", "'retries=1e9'"), ("ssh:host?retries=inf", "'retries=inf'"),
+    ("ssh:host?retries=nan", "'retries=nan'"), ("ssh:host?retries=-1", "'retries=-1'"),
+    ("ssh:host?timeout=inf", "'timeout=inf'"),
+])
+def test_bad_device_string_is_a_usage_error(pytester, text, words):
+    """pytest refuses the command line at start: status 4, one line, nothing run or created."""
+    proc, rd = run_inprocess(pytester, "--target=ort", "--ops", "ADD", "--cases-per-op", "2", f"--device={text}")
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 4 and len(lines) == 1, proc.stdout + proc.stderr
+    assert lines[0].startswith(f"ERROR: {text}: field '--device': ") and words in lines[0], lines[0]
+    assert "Traceback" not in proc.stdout + proc.stderr and not rd.parent.exists()
 
 
 def test_same_device_twice_is_rejected():

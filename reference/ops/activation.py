@@ -226,14 +226,17 @@ def _per_row(fn, values: np.ndarray, *args):
 
 # --------------------------------------------------------------------------- helpers
 
-def _mbqm(x, m: int, shift: int, single: bool):
+def _mbqm(x, m: int, shift: int, single: bool, half_up: bool = False):
     """MultiplyByQuantizedMultiplier for a Python-int multiplier and shift (ints or arrays x):
     double rounding RDBPOT(SRDHM(x * 2^max(shift, 0), m), max(-shift, 0)) (the left shift wraps
-    like C int32); single rounding (x * m + 2^(30 - shift)) >> (31 - shift)."""
+    like C int32; ``half_up``: the RDBPOT's ties toward +inf); single rounding
+    (x * m + 2^(30 - shift)) >> (31 - shift)."""
     if single:
         return (x * m + (1 << (30 - shift))) >> (31 - shift)
     if shift > 0:
         x = _wrap(x << shift)
+    if half_up:
+        return arith.rdbpot(_mul(x, m), max(-shift, 0), half_up=True)
     return _rdbpot(_mul(x, m), max(-shift, 0))
 
 
@@ -411,7 +414,7 @@ def _log_softmax_fixed(case, scheme) -> np.ndarray:
              "a row's sum of exps overflows LiteRT's Q12.19 accumulator (4096 or more maxima)",
              "sum of exps < 2^31")
     log_sum = _per_row(fp_log_x_ge_1, total, _ACCUM_INTEGER_BITS, _SCALED_DIFF_INTEGER_BITS)
-    cut = np.maximum(diff_min - 1, _mbqm(_wrap(log_sum + I32_MIN), rm, rs, single))
+    cut = np.maximum(diff_min - 1, _mbqm(_wrap(log_sum + I32_MIN), rm, rs, single, scheme.half_up_shift))
     # RDBPOT(scaled - log_sum, 22) + 127, clamped, in place; kept where d = -k > cut
     r = scaled_t[k]
     r -= log_sum
@@ -646,8 +649,8 @@ def leaky_relu(case, scheme):
         mi, si = arith.quantize_multiplier(ident, single)
         ma, sa = arith.quantize_multiplier(abs(amult), single)
         v = q(inp) - zp(inp)
-        pos = arith.mbqm(v, mi, si, single)
-        neg = arith.mbqm(v, ma, sa, single) * (-1 if amult < 0 else 1)
+        pos = arith.mbqm(v, mi, si, single, scheme.half_up_shift)
+        neg = arith.mbqm(v, ma, sa, single, scheme.half_up_shift) * (-1 if amult < 0 else 1)
         return [np.clip(zp(out) + np.where(v >= 0, pos, neg), lo, hi)]
     ft = scheme.ftype
     x = _dequantized(inp, ft)
@@ -667,7 +670,7 @@ def _relu_x(case, scheme, act_max: float | None):
         single = scheme.single_rounding
         real = float(f(f(scale(inp)) / so))
         m, s = arith.quantize_multiplier(real, single)
-        return [np.clip(zp(out) + arith.mbqm(q(inp) - zp(inp), m, s, single), lo, hi)]
+        return [np.clip(zp(out) + arith.mbqm(q(inp) - zp(inp), m, s, single, scheme.half_up_shift), lo, hi)]
     ft = scheme.ftype
     x = _dequantized(inp, ft)
     y = np.maximum(x, ft(0)) if act_max is None else np.minimum(np.maximum(x, ft(0)), ft(act_max))

@@ -378,20 +378,21 @@ def _requantize(scheme, acc: np.ndarray, real, z_out: int, lo: int, hi: int) -> 
     """MBQM / float requantization of an int accumulator whose last axis is the channel."""
     if scheme.is_fixed and not scheme.exact:
         m, shift = arith.quantize_multiplier(real, scheme.single_rounding)
-        out = mbqm(acc, m, shift, scheme.single_rounding)
+        out = mbqm(acc, m, shift, scheme.single_rounding, scheme.half_up_shift)
         out += z_out
         return np.clip(out, lo, hi, out=out)
     return scheme.requantize(acc, real, z_out, lo, hi)
 
 
-def mbqm(x: np.ndarray, m, shift, single_rounding: bool = False) -> np.ndarray:
+def mbqm(x: np.ndarray, m, shift, single_rounding: bool = False, half_up: bool = False) -> np.ndarray:
     """MultiplyByQuantizedMultiplier on int32-range int64 values, m >= 0: the same results as
     ``arith.mbqm`` (tests/test_golden_conv.py compares them) in fewer NumPy passes.
 
     Double rounding: x' = int32(x * 2^left) (wraps); SaturatingRoundingDoublingHighMul(x', m) =
     floor((x' * m + 2^30) / 2^31) (nudge 2^30 or 1 - 2^30 then truncation is exactly "round half
     up"; it saturates only for m = INT32_MIN); RoundingDivideByPOT(q, right) = (q + 2^(right-1)
-    - [q < 0 and right > 0]) >> right (round half away from zero).
+    - [q < 0 and right > 0]) >> right (round half away from zero; ``half_up``: without the
+    correction, ties toward +inf).
     Single rounding: (x * m + 2^(30 - shift)) >> (31 - shift).
     """
     x = np.asarray(x, dtype=np.int64)
@@ -410,9 +411,10 @@ def mbqm(x: np.ndarray, m, shift, single_rounding: bool = False) -> np.ndarray:
     q = x * m
     q += np.int64(1) << 30
     q >>= 31
-    corr = (q < 0) & (right > 0)
+    corr = None if half_up else (q < 0) & (right > 0)
     q += (np.int64(1) << right) >> 1
-    q -= corr
+    if corr is not None:
+        q -= corr
     q >>= right
     return q
 

@@ -16,7 +16,7 @@ from suite.core.dtypes import DTYPES
 from suite.core.errors import QconformError
 
 from reference import arith
-from reference.common import act_range, q, qrange, scale, zp
+from reference.common import act_range, binary_operands, q, qrange, scale, zp
 from reference.registry import register
 
 ADD_LEFT_SHIFT = 20        # add.cc / sub.cc Prepare: 8-bit inputs are shifted left by 20 ...
@@ -65,7 +65,7 @@ def _add_sub(case, scheme, sign: int):
     rounding build instead passes the positive shift to RoundingDivideByPOT (undefined
     behaviour, a known finding).
     """
-    a, b = case.inputs[0], case.inputs[1]
+    a, b = binary_operands(case)
     out = case.outputs[0]
     lo, hi = act_range(case, out)
     qa, qb = q(a) - zp(a), q(b) - zp(b)
@@ -73,14 +73,14 @@ def _add_sub(case, scheme, sign: int):
     if scheme.is_fixed:
         shift = _left_shift(out)
         p = add_sub_params(sa, sb, so, scheme, shift)
-        single = scheme.single_rounding
-        u1 = arith.mbqm_smaller_than_one_exp(qa << shift, p["m1"], p["s1"], single)
-        u2 = arith.mbqm_smaller_than_one_exp(qb << shift, p["m2"], p["s2"], single)
+        single, up = scheme.single_rounding, scheme.half_up_shift
+        u1 = arith.mbqm_smaller_than_one_exp(qa << shift, p["m1"], p["s1"], single, up)
+        u2 = arith.mbqm_smaller_than_one_exp(qb << shift, p["m2"], p["s2"], single, up)
         raw = arith.wrap_int32(u1 + sign * u2)
         if p["so"] > 0:
-            res = arith.mbqm(raw, p["mo"], p["so"], single)
+            res = arith.mbqm(raw, p["mo"], p["so"], single, up)
         else:
-            res = arith.mbqm_smaller_than_one_exp(raw, p["mo"], p["so"], single)
+            res = arith.mbqm_smaller_than_one_exp(raw, p["mo"], p["so"], single, up)
         return [np.clip(res + zp(out), lo, hi)]
     # float schemes: dequantize, add / subtract, requantize
     ft = scheme.ftype
@@ -114,7 +114,7 @@ def mul(case, scheme):
     out = clamp(MBQM((q1 - z1) * (q2 - z2), m, s) + z_o) with (m, s) = QuantizeMultiplier of
     the float32 expression s1 * s2 / s_out. Float schemes: float(product) * multiplier.
     """
-    a, b = case.inputs[0], case.inputs[1]
+    a, b = binary_operands(case)
     out = case.outputs[0]
     lo, hi = act_range(case, out)
     prod = (q(a) - zp(a)) * (q(b) - zp(b))
@@ -123,7 +123,7 @@ def mul(case, scheme):
         # 16-bit codes: the product can pass int32 (LiteRT has no such kernel); the golden
         # applies the same multiplier and roundings to the exact int64 product
         m, sh = arith.quantize_multiplier(real, scheme.single_rounding)
-        res = mbqm_wide(prod, int(m), int(sh), scheme.single_rounding)
+        res = mbqm_wide(prod, int(m), int(sh), scheme.single_rounding, scheme.half_up_shift)
         return [np.clip(res + zp(out), lo, hi)]
     return [scheme.requantize(prod, real, zp(out), lo, hi)]
 
@@ -140,12 +140,13 @@ def _mul_shift_floor(x, m: int, c, k: int) -> np.ndarray:
     return (h * m + (y >> 16)) >> (k - 16)
 
 
-def mbqm_wide(x, m: int, shift: int, single_rounding: bool = False) -> np.ndarray:
+def mbqm_wide(x, m: int, shift: int, single_rounding: bool = False, half_up: bool = False) -> np.ndarray:
     """MultiplyByQuantizedMultiplier on an int64 x (|x| < 2^47 / 2^max(shift, 0)), no int32 wrap.
 
     Double rounding: SRDHM(x * 2^max(shift,0), m) (round half toward +inf, as
     trunc((x*m +- nudge) / 2^31)) then RDBPOT by max(-shift, 0). Single rounding:
-    floor((x*m + 2^(30-shift)) / 2^(31-shift)). Equal to arith.mbqm wherever that does not wrap.
+    floor((x*m + 2^(30-shift)) / 2^(31-shift)). Equal to arith.mbqm wherever that does not wrap
+    (``half_up`` as there).
     """
     x = arith.as_i64(x)
     if single_rounding:
@@ -161,7 +162,7 @@ def mbqm_wide(x, m: int, shift: int, single_rounding: bool = False) -> np.ndarra
     # ab >= 0: floor((ab + 2^30) / 2^31); ab < 0: -floor((|ab| + 2^30 - 1) / 2^31)
     hi = np.where(xs >= 0, _mul_shift_floor(mag, m, 1 << 30, 31),
                   -_mul_shift_floor(mag, m, (1 << 30) - 1, 31))
-    return arith.rdbpot(hi, max(-shift, 0))
+    return arith.rdbpot(hi, max(-shift, 0), half_up)
 
 
 # --------------------------------------------------------------------------- MAXIMUM / MINIMUM
@@ -172,7 +173,7 @@ def _max_min(case, scheme, fn):
     The spec requires both inputs and the output to share one (scale, zero point), so the
     code order is the real order and the result needs no rounding under any scheme.
     """
-    a, b = case.inputs[0], case.inputs[1]
+    a, b = binary_operands(case)
     res = fn(q(a), q(b))
     if scheme.exact:
         return [res.astype(np.float64)]
@@ -218,7 +219,7 @@ def compare(case, scheme):
     equal, and equal reals at different scales can round apart. Those cases are the known
     finding ``comparison-resolution``.
     """
-    a, b = case.inputs[0], case.inputs[1]
+    a, b = binary_operands(case)
     if a.quantized and b.quantized:
         ra, rb = real_values_exact(a), real_values_exact(b)
     else:

@@ -221,7 +221,7 @@ def _reduce_quantized(case, scheme, divide: bool):
         m, s = arith.quantize_multiplier(real, scheme.single_rounding)
         if divide:
             m, s = mean_multiplier(m, s, n)
-        res = arith.mbqm(arith.wrap_int32(shifted), m, s, scheme.single_rounding) + z_out
+        res = arith.mbqm(arith.wrap_int32(shifted), m, s, scheme.single_rounding, scheme.half_up_shift) + z_out
         return [np.clip(res, lo, hi)]
     ft = scheme.ftype
     real = shifted.astype(ft) * ft(s_in)
@@ -321,7 +321,7 @@ def l2_normalization(case, scheme):
     if scheme.is_fixed:
         acc = arith.wrap_int32((d * d).sum(axis=-1, keepdims=True))
         m, s = inv_sqrt_multiplier(acc)
-        res = arith.mbqm(d, m, s + 7, scheme.single_rounding) + zp(out)
+        res = arith.mbqm(d, m, s + 7, scheme.single_rounding, scheme.half_up_shift) + zp(out)
         return [np.clip(res, lo, hi)]
     ft = scheme.ftype
     xr = d.astype(ft) * ft(scale(x))
@@ -394,7 +394,8 @@ def resize_bilinear(case, scheme):
     out): 10-bit fixed-point source coordinates (:func:`_interp_integer`), the four
     neighbours weighted by (1024 - dy)(1024 - dx), dy(1024 - dx), ... and summed in int64
     at 2^20; default build: (sum + (sum > 0 ? 2^19 : -2^19)) / 2^20 truncating (half
-    away from zero); TFLITE_SINGLE_ROUNDING: (sum + 2^19) >> 20 (half up). ``exact``: sum / 2^20.
+    away from zero); TFLITE_SINGLE_ROUNDING and ``half_up_shift``: (sum + 2^19) >> 20 (half up).
+    ``exact``: sum / 2^20.
     Float schemes: the float reference kernel (in/out scale, floor/ceil neighbours) in
     ``scheme.ftype`` on dequantized values, then ``scheme.quantize_real``."""
     x, out, (h, w), (oh, ow), ac, hp = _resize_setup(case)
@@ -409,7 +410,7 @@ def resize_bilinear(case, scheme):
                + (bot[:, :, x0] * ((1 << 10) - dx) + bot[:, :, x1] * dx) * dy)
         if scheme.exact:
             return [acc / float(1 << 20)]
-        if scheme.single_rounding:
+        if scheme.single_rounding or scheme.half_up_shift:   # a rounding shift: ties up
             return [(acc + (1 << 19)) >> 20]
         mag = (np.abs(acc) + (1 << 19)) >> 20                      # (acc +- 2^19) / 2^20, truncating
         return [np.where(acc > 0, mag, -mag)]

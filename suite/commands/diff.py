@@ -1,6 +1,8 @@
 """``qconform diff BASELINE_DIR RUN_DIR``: the regression table of a run against a baseline.
 
-Exit status: 0 no regression, 1 regressed (a nightly job gates on it), 2 bad input.
+Exit status: 0 no regression, 1 regressed (a nightly job gates on it), 2 not comparable (the
+set-ups differ and ``--allow-different`` does not name the difference, or no result is in both
+runs) or bad input.
 """
 
 from __future__ import annotations
@@ -9,18 +11,23 @@ import json
 import sys
 from pathlib import Path
 
-from reports.diff import diff_runs, to_markdown, to_text, write_csv
+from reports.diff import FIELDS, diff_runs, to_markdown, to_text, write_csv
 from suite.core.errors import QconformError
 
 
 def register(sub):
-    p = sub.add_parser("diff", help="regressions of a run against a baseline run (exit 1 if any)",
-                       description="Compare two report directories case by case: cases that passed and now fail, "
-                                   "more mismatching elements, larger max |error|, new unsupported cases, cases "
-                                   "gone missing, and per op and target bit-exact % drops, max |error| growth and "
-                                   "latency regressions beyond both the threshold and the runs' recorded spread. "
-                                   "Prints the table, writes diff.json and diff.csv (to RUN_DIR unless -o), and "
-                                   "exits 1 when anything regressed.")
+    p = sub.add_parser("diff", help="regressions of a run against a baseline run (exit 1 if any, 2 if not comparable)",
+                       description="Compare two run folders (<report-dir>/runs/<run id>, a latest link, or a report "
+                                   "directory: its latest run). First the set-ups: seed, cases (cases per op, the "
+                                   "case ids and their content digests), ops, targets, devices, tolerance policy, "
+                                   "scheme and runtime versions must match, else exit 2 naming what differs "
+                                   "(--allow-different FIELD compares anyway, the difference heading the report). "
+                                   "Then case by case: cases that passed and now fail, more mismatching elements, "
+                                   "larger max |error|, new unsupported cases, cases gone missing, and per op and "
+                                   "target bit-exact %% drops, max |error| growth and latency regressions beyond both "
+                                   "the threshold and the runs' recorded spread. Prints the verdict first, writes "
+                                   "diff.json and diff.csv (to RUN_DIR unless -o). Exit 0 no regression, 1 regressed, "
+                                   "2 not comparable or bad input.")
     p.add_argument("baseline", metavar="BASELINE_DIR")
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--latency-threshold", type=float, default=10.0, metavar="PCT",
@@ -29,20 +36,22 @@ def register(sub):
     p.add_argument("-o", "--output-dir", metavar="DIR", help="where diff.json and diff.csv go (default RUN_DIR)")
     p.add_argument("--allow-missing", action="store_true",
                    help="cases of the baseline absent from the run do not count as a regression")
+    p.add_argument("--allow-different", action="append", default=[], choices=FIELDS, metavar="FIELD",
+                   help="compare although this part of the set-up differs (repeatable): " + ", ".join(FIELDS)
+                        + "; the difference heads the report")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     if args.latency_threshold < 0:
         raise QconformError(f"must be >= 0 (got {args.latency_threshold})", field="--latency-threshold")
-    d = diff_runs(args.baseline, args.run_dir, args.latency_threshold, args.allow_missing)
-    out = Path(args.output_dir) if args.output_dir else Path(args.run_dir)
-    if out.is_file():
-        out = out.parent
+    d = diff_runs(args.baseline, args.run_dir, args.latency_threshold, args.allow_missing, args.allow_different)
+    out = Path(args.output_dir or d.run_folder)
     out.mkdir(parents=True, exist_ok=True)
+    # written whatever the verdict: a diff.md or diff.json left by an earlier diff must not stand for this one
     (out / "diff.json").write_text(json.dumps(d.as_dict(), indent=2) + "\n")
     write_csv(d, out / "diff.csv")
     if args.markdown:
         Path(args.markdown).write_text(to_markdown(d))
     sys.stdout.write(to_text(d))
-    return 1 if d.regressed else 0
+    return d.exit_status

@@ -29,9 +29,10 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def golden_doc(case, scheme) -> dict:
-    """The ``qconform-golden/1`` document of a case's golden outputs (also ``qconform cases --golden``)."""
-    outs = golden(case, scheme)
+def golden_doc(case, scheme, outs=None) -> dict:
+    """The ``qconform-golden/1`` document of a case's golden outputs ``outs`` (default: computed
+    now; also ``qconform cases --golden``)."""
+    outs = golden(case, scheme) if outs is None else outs
     doc = {"format": "qconform-golden/1", "case_id": case.id, "scheme": scheme or "tflite-ref-double",
            "outputs": []}
     for o, spec in zip(outs, case.outputs):
@@ -64,18 +65,21 @@ def run(args) -> int:
                 pr = problems[0]
                 raise QconformError(f"{pr.message} [{pr.clause}]", source=str(p), field=pr.field,
                                     rule="the case must follow its spec table (--no-spec-check to compute anyway)")
-        cases.append((p, c))
+        try:   # options the golden refuses (attrs.padding, ...) are this file's error
+            cases.append((p, c, golden(c, args.scheme)))
+        except QconformError as e:
+            raise QconformError(e.detail, source=str(p), field=e.field, rule=e.rule) from None
     if many:
         if not args.output:
             raise QconformError("several cases need -o DIRECTORY", field="-o")
         out_dir = Path(args.output)
         out_dir.mkdir(parents=True, exist_ok=True)
-        for p, c in cases:
-            write_doc(out_dir / f"{Path(p).stem}.golden.json", golden_doc(c, args.scheme))
+        for p, c, outs in cases:
+            write_doc(out_dir / f"{Path(p).stem}.golden.json", golden_doc(c, args.scheme, outs))
         print(f"wrote {len(cases)} golden file(s) to {out_dir}", file=sys.stderr)
         return 0
-    p, c = cases[0]
-    doc = golden_doc(c, args.scheme)
+    p, c, outs = cases[0]
+    doc = golden_doc(c, args.scheme, outs)
     if args.output:
         write_doc(Path(args.output), doc)
     else:

@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -22,6 +23,44 @@ from suite.core.errors import QconformError
 from suite.core.spec import known_ops, tables
 
 FORMAT = "qconform-case/1"
+
+#: a case id names its failure file and its test id: safe characters, not hidden, not too long
+#: (the characters and length suite/harness/folder.py's safe_name keeps: the file name is the id)
+ID_CHARS = "A-Za-z0-9._~+-"
+ID_MAX = 120
+ID_RULE = f"a case id is 1 to {ID_MAX} of [{ID_CHARS}], not starting with '.'"
+_ID = re.compile(f"[{ID_CHARS}]{{1,{ID_MAX}}}")
+
+
+def id_problem(case_id: str) -> str | None:
+    """Why ``case_id`` is not a valid case id (None: it is)."""
+    shown = json.dumps(case_id if len(case_id) <= 40 else case_id[:40] + "...")
+    bad = "".join(sorted({ch for ch in case_id if not _ID.fullmatch(ch)}))
+    if bad:
+        return f"{shown} has the character(s) {json.dumps(bad[:10])}"
+    if not case_id:
+        return "is empty"
+    if len(case_id) > ID_MAX:
+        return f"{shown} is {len(case_id)} characters long"
+    if case_id.startswith("."):
+        return f"{shown} starts with '.'"
+    return None
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list) -> dict:
+    """json's object_pairs_hook: a key given twice is an error (json keeps the last silently)."""
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
+    return d
 
 
 def _finite(x) -> bool:
@@ -186,7 +225,10 @@ def load_case(path: str | os.PathLike) -> Case:
     except UnicodeDecodeError:
         raise QconformError("case file is not UTF-8 text", source=src, rule="JSON text") from None
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as e:
+        raise QconformError(f"key {json.dumps(e.args[0])} is given twice in one object", source=src,
+                            field=e.args[0], rule="each key once") from None
     except json.JSONDecodeError as e:
         raise QconformError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}",
                             source=src, rule="a case file is a JSON object") from None
@@ -195,6 +237,10 @@ def load_case(path: str | os.PathLike) -> Case:
                             rule="a case file is a JSON object") from None
     case = case_from_dict(obj, source=src)
     if not case.id:
+        why = id_problem(path.stem)
+        if why:
+            raise QconformError(f"is not given and the file name's stem {why}: give an \"id\"",
+                                source=src, field="id", rule=ID_RULE)
         case.id = path.stem
     return case
 
@@ -249,6 +295,10 @@ def case_from_dict(obj: Any, source: str = "<case>") -> Case:
     for key in ("id", "variant", "clause", "description"):
         if key in obj and not isinstance(obj[key], str):
             v.fail(key, "must be a string", "string field")
+    if "id" in obj:
+        why = id_problem(obj["id"])
+        if why:
+            v.fail("id", why, ID_RULE)
     index = obj.get("index", 0)
     if not isinstance(index, int) or isinstance(index, bool):
         v.fail("index", "must be an integer", "integer field")
@@ -328,12 +378,15 @@ class _Validator:
                               "zero point within the dtype's range")
             if isinstance(qdim, bool) or not isinstance(qdim, int):
                 self.fail(f"{where}.quantized_dimension", "must be an integer", "integer dimension")
+            if not (0 <= qdim < max(len(shape), 1)):   # (a scalar's per-tensor scale: dimension 0)
+                self.fail(f"{where}.quantized_dimension",
+                          f"{qdim} is not a dimension of shape {shape}", "0 <= dim < rank")
             if sshape is not None:
                 self._scale_shape(sshape, shape, qdim, len(scale), where)
             elif len(scale) > 1:
-                if not (0 <= qdim < len(shape)):
-                    self.fail(f"{where}.quantized_dimension",
-                              f"{qdim} is not a dimension of shape {shape}", "0 <= dim < rank")
+                if not shape:
+                    self.fail(f"{where}.scale", f"has {len(scale)} per-axis values but the tensor is a scalar",
+                              "per-axis length == shape[quantized_dimension]")
                 if shape[qdim] != len(scale):
                     self.fail(f"{where}.scale",
                               f"has {len(scale)} per-axis values but dimension {qdim} of {shape} is {shape[qdim]}",

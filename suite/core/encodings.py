@@ -48,6 +48,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -309,21 +310,36 @@ def parse_encodings(obj: Any, source: str = "<encodings>", axis: int = 0,
             r.fail(key, "is missing", "activation_encodings and param_encodings are both present (may be empty)")
     version = obj.get("version")
     kinds = {type(obj[k]) for k, _ in SECTIONS}
-    if version is None and kinds <= {dict}:
-        return [t for key, kind in SECTIONS for t in r.legacy_section(obj[key], key, kind)]
-    if version is not None:
-        if not isinstance(version, str) or not version.startswith("1."):
-            r.fail("version", f"{json.dumps(version)} is not a known encodings version",
-                   "legacy (no version) or 1.x.x")
-        out = [t for key, kind in SECTIONS for t in r.v1_section(obj[key], key, kind)]
-        names = [(t.kind, t.name) for t in out]
-        dup = next((n for n in names if names.count(n) > 1), None)
-        if dup:
-            r.fail(f"{dup[0]}_encodings", f"tensor {dup[1]!r} appears twice", "one entry per tensor")
-        return out
-    r.fail("activation_encodings", "sections are maps of tensor name -> list of encodings (legacy) "
-           "or lists with \"version\": \"1.0.0\"", "one format per file")
-    return []
+    major = None if version is None else _major(version)
+    if version is not None and major is None:
+        r.fail("version", f"{json.dumps(version)[:40]} is not a known encodings version (AIMET writes "
+               f"\"0.6.1\", \"1.0.0\", ...)", VERSION_RULE)
+    if major is not None and major > 1:
+        r.fail("version", f"AIMET format {version} is not read here (0.x and 1.x are)", VERSION_RULE)
+    if major in (None, 0):   # up to 0.6.1 AIMET's sections are maps (no version: 0.4.0, AIMET says)
+        if kinds <= {dict}:
+            return [t for key, kind in SECTIONS for t in r.legacy_section(obj[key], key, kind)]
+        r.fail("activation_encodings", f"sections are maps of tensor name -> list of encodings in a "
+               f"{'file without version' if version is None else f'version {version} file'} (lists "
+               f"need \"version\": \"1.0.0\")", "one format per file")
+    out = [t for key, kind in SECTIONS for t in r.v1_section(obj[key], key, kind)]
+    names = [(t.kind, t.name) for t in out]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup:
+        r.fail(f"{dup[0]}_encodings", f"tensor {dup[1]!r} appears twice", "one entry per tensor")
+    return out
+
+
+#: AIMET's encoding versions are XX.YY.ZZ: 0.x (0.4.0, 0.5.0, 0.6.1) keeps the map sections,
+#: 1.x (1.0.0) has lists of named encodings
+VERSION_RULE = "AIMET version \"0.x.y\" (map sections) or \"1.x.y\" (list sections)"
+
+
+def _major(version) -> int | None:
+    """The major number of an AIMET version string ("0.6.1" -> 0), None if it is not one."""
+    if not isinstance(version, str) or not re.fullmatch(r"\d{1,4}(\.\d{1,4}){1,2}", version):
+        return None
+    return int(version.split(".")[0])
 
 
 class _Reader:

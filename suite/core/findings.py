@@ -7,6 +7,8 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
+from suite.core.errors import QconformError
+from suite.core.spec import known_ops
 from suite.core.userfile import tomllib   # (tomli on Python 3.10)
 
 FILE = Path(__file__).parent / "findings.toml"
@@ -37,7 +39,12 @@ def findings() -> tuple[Finding, ...]:
     with open(FILE, "rb") as f:
         raw = tomllib.load(f)
     out = []
-    for r in raw.get("finding", []):
+    for i, r in enumerate(raw.get("finding", [])):
+        for j, p in enumerate(_tuple(r.get("op", "*"))):   # a finding for "CONV2D" would explain nothing
+            if not any(fnmatch.fnmatchcase(op, p) for op in known_ops()):
+                raise QconformError(f"{p!r} matches no operator of the spec tables", source=str(FILE),
+                                    field=f"finding[{i}].op" + (f"[{j}]" if isinstance(r.get("op"), list) else ""),
+                                    rule="a finding's op patterns match an operator")
         out.append(Finding(id=r["id"], op=_tuple(r.get("op", "*")), target=_tuple(r.get("target", "*")),
                            reason=r["reason"], variant=_tuple(r.get("variant", "*")),
                            status=_tuple(r.get("status", "fail"))))

@@ -42,7 +42,11 @@ def attr_ints(case, name: str, default=()) -> list[int]:
 def attr_float(case, name: str, default: float) -> float:
     """Finite number option ``name`` (``default`` when absent)."""
     v = case.attrs.get(name, default)
-    if not (_is_int(v) or isinstance(v, (float, np.floating))) or not math.isfinite(float(v)):
+    try:   # (an integer beyond the float range is not finite either)
+        ok = (_is_int(v) or isinstance(v, (float, np.floating))) and math.isfinite(float(v))
+    except OverflowError:
+        ok = False
+    if not ok:
         raise QconformError(f"must be a finite number (got {v!r})", field=f"attrs.{name}",
                             rule=f"{case.op} option")
     return float(v)

@@ -78,6 +78,7 @@ class Verdict:
     message: str = ""
     row: dict[str, Any] = field(default_factory=dict)
     comparison: Any = None   # the suite.core.compare.Comparison behind it (errors per output), if any
+    seconds: float | None = None   # what the case cost the run: its share of the wait for its batch, and its judging
 
     @property
     def known(self) -> bool:

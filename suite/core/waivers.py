@@ -32,6 +32,7 @@ from suite.core.userfile import load_toml
 from suite.core.verdict import Status
 
 FORMAT = "qconform-waivers/1"
+MAX_PATTERN = 200   # characters of a glob pattern (fnmatch is quadratic in '[')
 WAIVABLE = (Status.FAIL.value, Status.ERROR.value, Status.CRASH.value, Status.TIMEOUT.value)
 
 
@@ -148,6 +149,13 @@ def load_waiver_file(path: str | Path) -> list[Waiver]:
             if not isinstance(w.get(key), str) or not w[key].strip():
                 raise QconformError("is required (a non-empty string)", source=src, field=f"{where}.{key}",
                                     rule="a waiver names its case and its reason")
+        patterns = [("case", w["case"]), ("target", w.get("target", file_target))]
+        if isinstance(w.get("versions"), dict):
+            patterns += [(f"versions.{k}", x) for k, x in w["versions"].items()]
+        for key, pat in patterns:
+            if isinstance(pat, str) and len(pat) > MAX_PATTERN:
+                raise QconformError(f"is longer than {MAX_PATTERN} characters", source=src, field=f"{where}.{key}",
+                                    rule="glob patterns")
         target = w.get("target", file_target)
         if not isinstance(target, str) or not target:
             raise QconformError("is required (here or at the top of the file)", source=src,

@@ -160,7 +160,12 @@ class Judge:
                 "first_output": cmp.first_output,
                 "first_index": list(cmp.first_index) if cmp.first_index is not None else None,
                 "got": cmp.first_got, "want": cmp.first_want,
+                # elements above / below the golden: the sign test of the (op, target) bias
+                "pos_err": sum(int(np.count_nonzero(e > 0)) for e in cmp.errors),
+                "neg_err": sum(int(np.count_nonzero(e < 0)) for e in cmp.errors),
             })
+            if cmp.mismatches and not cmp.garbage:   # (the golden is kept: no second computation)
+                row.update(_worst(cmp, o.outputs, self.goldens.get(c, self.scheme)))
             if tol is not None:
                 row["tolerance_lsb"] = tol.max_abs_lsb
                 row["tolerance_rule"] = tol.rule.index if tol.rule else None
@@ -175,14 +180,26 @@ class Judge:
         return row
 
 
+def _worst(cmp: Comparison, got, want) -> dict[str, Any]:
+    """The row fields of the element with the largest |error| (the first of equals, outputs in
+    order: the element reports/causes.py labels ``worst_cause``)."""
+    k = max(range(len(cmp.errors)), key=lambda i: int(np.abs(cmp.errors[i]).max(initial=0)))   # first of equals
+    e = cmp.errors[k]
+    j = int(np.abs(e).argmax())
+    return {"worst_output": k, "worst_index": [int(i) for i in np.unravel_index(j, e.shape)],
+            "worst_got": np.asarray(got[k]).ravel()[j].item(), "worst_want": np.asarray(want[k]).ravel()[j].item(),
+            "worst_err_lsb": int(e.ravel()[j])}
+
+
 def _message(v: Verdict, c: Case, cmp: Comparison | None, tol: Tolerance | None) -> str:
     head = f"{c.id} on {v.target}"
     if v.finding is not None:
         head += f" [known finding {v.finding}]"
-    if v.status is Status.FAIL and cmp is not None:
-        err = (cmp.first_got - cmp.first_want) if isinstance(cmp.first_got, (int, float)) else None
+    r = v.row
+    if v.status is Status.FAIL and cmp is not None and "worst_index" in r:
+        why = f"{r['worst_err_lsb']:+d} LSB" + (f", cause: {r['worst_cause']}" if r.get("worst_cause") else "")
         return (f"{head}: {cmp.mismatches}/{cmp.elements} elements off "
                 f"(max |err| {cmp.max_abs_lsb:g} LSB, allowed {tol.describe()}); "
-                f"first mismatch output {cmp.first_output} index {list(cmp.first_index)}: "
-                f"got {cmp.first_got}, want {cmp.first_want}" + (f" ({err:+g} LSB)" if err is not None else ""))
+                f"worst at output {r['worst_output']} index {r['worst_index']}: "
+                f"got {r['worst_got']}, want {r['worst_want']} ({why})")
     return f"{head}: {v.status.value}: {v.reason}"

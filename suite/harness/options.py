@@ -3,6 +3,7 @@ resumed run): a bad value is one QconformError naming the option and the rule.""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -14,6 +15,10 @@ from suite.core.spec import known_ops
 
 DEFAULT_REPORT_ROOT = "reports"
 DEFAULT_BATCH = 64
+#: --cases-per-op at most: a run holds some 20-30 KB per test (pytest's item and report, the case,
+#: its row), and a full run has 49 ops x 5 targets: 10,000 is already 2.45 million tests, tens of
+#: GB; a larger value is a typo
+MAX_CASES_PER_OP = 10_000
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,10 @@ def checked(**kw) -> RunOptions:
         v = kw.get(name)
         if v is not None and v < 1:
             raise QconformError(f"must be >= 1 (got {v})", field="--" + name.replace("_", "-"))
+    if (kw.get("cases_per_op") or 0) > MAX_CASES_PER_OP:
+        raise QconformError(f"must be <= {MAX_CASES_PER_OP:,} (got {kw['cases_per_op']:,}): each case is a "
+                            f"test per target, 20-30 KB of memory each", field="--cases-per-op",
+                            rule=f"at most {MAX_CASES_PER_OP:,} cases per operator")
     for name in ("warmup", "latency_cases", "ahead"):
         v = kw.get(name)
         if v is not None and v < 0:
@@ -57,7 +66,9 @@ def checked(**kw) -> RunOptions:
         raise QconformError(f"must be a finite number of seconds > 0 (got {t})", field="--timeout")
     scheme = kw.get("scheme") or DEFAULT_SCHEME
     if scheme not in SCHEMES:
-        raise QconformError(f"unknown scheme '{scheme}' (known: {', '.join(SCHEMES)})", field="--scheme")
+        hint = did_you_mean(scheme, SCHEMES)
+        raise QconformError(f"unknown scheme '{scheme}' ({hint + ' ' if hint else ''}known: {', '.join(SCHEMES)})",
+                            field="--scheme")
     if scheme not in kernel_schemes():   # "exact" gives unrounded reals: no code could match them
         raise QconformError(f"'{scheme}' is not a kernel scheme (a run compares codes; known: "
                             f"{', '.join(kernel_schemes())})", field="--scheme",
@@ -67,7 +78,8 @@ def checked(**kw) -> RunOptions:
     if ops:
         bad = [x for x in ops if x not in known_ops()]
         if bad:
-            raise QconformError(f"unknown operator(s) {', '.join(bad)}", field="--ops",
+            named = [f"{x} ({hint})" if (hint := did_you_mean(x, known_ops())) else x for x in bad]
+            raise QconformError(f"unknown operator(s) {', '.join(named)}", field="--ops",
                                 rule="operators of the spec tables")
         kw["ops"] = tuple(ops)
     else:
@@ -77,6 +89,13 @@ def checked(**kw) -> RunOptions:
     for name in ("targets", "case_files", "waivers"):
         kw[name] = tuple(kw.get(name) or ())
     return RunOptions(**{k: v for k, v in kw.items() if v is not None or k in ("golden_cache", "tolerance_file")})
+
+
+def did_you_mean(word: str, known) -> str:
+    """``"did you mean 'X'?"`` for the closest of ``known`` (case aside), or ""."""
+    by_upper = {k.upper(): k for k in known}
+    close = difflib.get_close_matches(str(word).upper(), list(by_upper), n=1)
+    return f"did you mean '{by_upper[close[0]]}'?" if close else ""
 
 
 def split_list(values) -> list[str]:

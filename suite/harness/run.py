@@ -93,13 +93,15 @@ class Run:
     def _next_batch(self, target: str) -> None:
         t0 = time.perf_counter()
         cases, outcomes = self.executors[target].next()
-        self.stats[f"target_s:{target}"] += time.perf_counter() - t0
+        waited = time.perf_counter() - t0
+        self.stats[f"target_s:{target}"] += waited
         versions = self.versions(target)
         for c, o in zip(cases, outcomes):
             self._queued[target].discard(c.id)
             t1 = time.perf_counter()
             try:
-                self._verdicts[(target, c.id)] = self._judged(c, target, o, versions)
+                v = self._verdicts[(target, c.id)] = self._judged(c, target, o, versions)
+                v.seconds = waited / len(cases) + (time.perf_counter() - t1)   # its share of the batch, its judging
             except Exception as e:
                 self._verdicts[(target, c.id)] = e
             self.stats["judge_s"] += time.perf_counter() - t1
@@ -118,7 +120,8 @@ class Run:
 
     def _judged_section(self, target: str, v: Verdict, versions: dict[str, str]) -> dict:
         device = getattr(getattr(self.targets[target], "device", None), "text", None) or None
-        return judged_section(target=target, device=device, scheme=self.opts.scheme,
+        selector = getattr(self.targets[target], "selector", target)   # as --target selects it (targets.get_target)
+        return judged_section(target=selector, device=device, scheme=self.opts.scheme,
                               tolerance_file=self.tolerance[0], tolerance_digest=self.tolerance[1],
                               timeout=self.opts.timeout, seed=self.opts.seed, cases_per_op=self.opts.cases_per_op,
                               run_id=self.run_id, status=v.status.value, versions=versions, finding=v.finding,

@@ -37,7 +37,7 @@ from suite.core.spec import check_case
 from suite.core.tolerance import load_policy
 from suite.core.verdict import Status
 from suite.core.waivers import Waivers
-from targets import get_target
+from targets import get_target, target_name
 from targets.remote import device_targets
 from targets.transport import parse_device
 from targets.base import Timing
@@ -301,6 +301,7 @@ def make_judge(target: str, tolerance_file: str | None = None, scheme: str | Non
     if not ok:
         raise QconformError(f"target '{target}' is not available on this machine: {why}", field="--target")
     ex = executor_for(t, isolation, timeout)
+    name = target_name(target) if target_obj is None else target   # as a run names it: tolerance rules, findings
     goldens = Goldens()
     runner = Judge(scheme=scheme or DEFAULT_SCHEME, policy=load_policy(tolerance_file), waivers=Waivers(),
                    goldens=goldens, run_id="shrink", seed=0)
@@ -312,7 +313,7 @@ def make_judge(target: str, tolerance_file: str | None = None, scheme: str | Non
         except Exception as e:
             return Judgement(False, "invalid", reason=f"golden: {type(e).__name__}: {e}")
         o = ex.run([case], timing)[0]
-        v, _ = runner(case, target, o, ex.versions())
+        v, _ = runner(case, name, o, ex.versions())
         cmp = v.comparison
         if v.status is Status.UNSUPPORTED:
             return Judgement(False, v.status.value, want, reason=v.reason)

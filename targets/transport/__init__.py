@@ -25,17 +25,19 @@ with its exit code. Device strings (``--device``)::
 followed by optional ``?key=value&key=value`` settings (URL-encoded): ``python``
 (the device's Python, default ``python3``), ``root`` (remote workspace folder),
 ``name`` (label in reports), ``timeout`` (runner timeout per batch, seconds),
-``retries`` (reconnect-and-retry attempts), ``wait`` (seconds a reconnect may
-take), ``merge`` (0: no merged ONNX batches, every case its own session and
-latency), and per kind: ssh ``config`` (an
-ssh_config file, ``-F``), ``identity`` (``-i``), ``port``; adb ``adb`` (client
-path), ``server`` (the adb server socket, e.g. ``tcp:127.0.0.1:5037``).
+``retries`` (failed attempts the whole run may retry on the device), ``wait``
+(seconds a reconnect may take), ``merge`` (0: no merged ONNX batches, every case
+its own session and latency), and per kind: ssh ``config`` (an ssh_config file,
+``-F``), ``identity`` (``-i``), ``port``, ``ssh`` (client path), ``connect_timeout``;
+adb ``adb`` (client path), ``server`` (the adb server socket, e.g. ``tcp:127.0.0.1:5037``).
+:func:`parse_device` checks a string whole (the address, every setting typed and
+bounded by :data:`SETTINGS`) and raises one QconformError naming the setting and the rule.
 """
 
 from __future__ import annotations
 
 from targets.transport.adb import AdbTransport
-from targets.transport.base import (COMMON_KEYS, KIND_KEYS, KINDS, REMOTE_TIMEOUT_RCS,  # noqa: F401
+from targets.transport.base import (COMMON_KEYS, KIND_KEYS, KINDS, REMOTE_TIMEOUT_RCS, SETTINGS,  # noqa: F401
                                     CommandResult, DeviceSpec, Transport, TransportError, parse_device,
                                     parse_device_list, shell_command)
 from targets.transport.local import LocalTransport

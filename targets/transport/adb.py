@@ -53,20 +53,20 @@ class AdbTransport(Transport):
         self.serial = spec.address
 
     def available(self) -> tuple[bool, str]:
-        exe = self.spec.opt("adb", "adb")
+        exe = self.spec.get("adb", "adb")
         if shutil.which(exe) is None:
             return False, f"the adb client '{exe}' is not installed (apt-get install adb)"
         return True, f"adb client {exe}"
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
-        if self.spec.opt("server"):
-            env["ADB_SERVER_SOCKET"] = self.spec.opt("server")
+        if self.spec.get("server"):
+            env["ADB_SERVER_SOCKET"] = self.spec.get("server")
         return env
 
     def _adb(self, args: Sequence[str], timeout: float, serial: bool = True) -> CommandResult:
         self.round_trips += 1
-        argv = [self.spec.opt("adb", "adb")] + (["-s", self.serial] if serial else []) + list(args)
+        argv = [self.spec.get("adb", "adb")] + (["-s", self.serial] if serial else []) + list(args)
         t0 = time.perf_counter()
         try:
             p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -87,16 +87,16 @@ class AdbTransport(Transport):
         return res
 
     # ---- verbs
-    def push(self, local_dir: Path, remote_dir: str) -> None:
-        res = self._adb(["push", str(local_dir), remote_dir], IO_TIMEOUT_S)
+    def push(self, local_dir: Path, remote_dir: str, timeout: float | None = None) -> None:
+        res = self._adb(["push", str(local_dir), remote_dir], timeout or IO_TIMEOUT_S)
         if res.timed_out or res.rc != 0:
             raise TransportError(f"adb push to {remote_dir} failed ({'timeout' if res.timed_out else res.rc}): "
                                  f"{res.tail(300)}")
 
     def run(self, argv: Sequence[str], timeout: float, env: dict[str, str] | None = None,
-            cwd: str | None = None) -> CommandResult:
+            cwd: str | None = None, grace: float = 15.0) -> CommandResult:
         cmd = shell_command(argv, env=env, cwd=cwd, timeout_s=timeout)
-        return self._adb(["shell", cmd], timeout + 15.0)
+        return self._adb(["shell", cmd], timeout + grace)
 
     def pull(self, remote_dir: str, local_dir: Path) -> None:
         local_dir = Path(local_dir)
@@ -117,14 +117,14 @@ class AdbTransport(Transport):
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def cleanup(self, remote_dir: str) -> None:
-        self._adb(["shell", f"rm -rf -- {shlex.quote(remote_dir)}"], 60.0)
+    def cleanup(self, remote_dir: str, timeout: float | None = None) -> None:
+        self._adb(["shell", f"rm -rf -- {shlex.quote(remote_dir)}"], timeout or 60.0)
 
     # ---- connection
     def reconnect(self, wait_s: float | None = None) -> None:
         """``adb reconnect offline`` (not kill-server: other runs share it), then wait for the device."""
         super().reconnect(wait_s or 0)
-        wait_s = self.spec.float_opt("wait", wait_s or 30.0)
+        wait_s = self.spec.get("wait", wait_s or 30.0)
         try:
             self._adb(["reconnect", "offline"], 20.0, serial=False)
         except TransportError:

@@ -7,24 +7,117 @@ re-exported by :mod:`targets.transport`, which documents them and picks one
 
 from __future__ import annotations
 
+import os
 import posixpath
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 from urllib.parse import parse_qsl
 
 from suite.core.errors import QconformError
 
 KINDS = ("local", "ssh", "adb")
 
-#: settings every device string may carry
-COMMON_KEYS = {"python", "root", "name", "timeout", "retries", "wait", "merge"}
-KIND_KEYS = {
-    "local": set(),
-    "ssh": {"config", "identity", "port", "ssh", "connect_timeout"},
-    "adb": {"adb", "server"},
+#: bounds of the numeric settings (seconds, attempts): a value outside is a usage error at start
+TIMEOUT_MAX_S = 86400.0
+WAIT_MAX_S = 3600.0
+RETRIES_MAX = 10
+CONNECT_TIMEOUT_MAX_S = 300
+
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|infinity|nan)", re.ASCII | re.IGNORECASE)
+_WHOLE = re.compile(r"[0-9]+", re.ASCII)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_USER = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.$-]*", re.ASCII)
+_HOST = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*|\[[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?\]", re.ASCII)
+
+
+class _Bad(ValueError):
+    """A setting's value broke its rule (the message says how)."""
+
+
+def _number(text: str, lo: float, hi: float, *, whole: bool = False, lo_open: bool = False) -> float | int:
+    if not _NUMBER.fullmatch(text):
+        raise _Bad("is not a number")
+    x = float(text)
+    if not ((x > lo if lo_open else x >= lo) and x <= hi):   # NaN fails both
+        raise _Bad(f"must be {'>' if lo_open else '>='} {lo:g} and <= {hi:g}")
+    if whole:
+        if not _WHOLE.fullmatch(text.lstrip("+")):
+            raise _Bad("must be a whole number")
+        return int(text)
+    return x
+
+
+def _text(text: str) -> str:
+    if not text:
+        raise _Bad("must not be empty")
+    if _CONTROL.search(text):
+        raise _Bad("must not hold control characters")
+    return text
+
+
+def _host_file(text: str) -> str:
+    _text(text)
+    path = os.path.expanduser(text)
+    if not os.path.isfile(path):
+        raise _Bad(f"names no file on this host ({path})")
+    return path
+
+
+def _ssh_config(text: str) -> str:
+    return text if text == "none" else _host_file(text)
+
+
+def _flag(text: str) -> int:
+    if text not in ("0", "1"):
+        raise _Bad("must be 0 or 1")
+    return int(text)
+
+
+def _port(text: str) -> int:
+    return int(_number(text, 1, 65535, whole=True))
+
+
+def _adb_socket(text: str) -> str:
+    scheme, _, rest = _text(text).partition(":")
+    if scheme == "tcp":
+        host, _, port = rest.rpartition(":")
+        _port(port)
+        if host and not _HOST.fullmatch(host):
+            raise _Bad(f"names a bad host '{host}'")
+    elif scheme not in ("localfilesystem", "localabstract", "localreserved") or not rest:
+        raise _Bad("must be tcp:[HOST:]PORT or localfilesystem:PATH")
+    return text
+
+
+#: every setting: the kinds that take it, its check (text -> typed value, or _Bad), its rule
+SETTINGS: dict[str, tuple[tuple[str, ...], Callable[[str], Any], str]] = {
+    "python": (KINDS, _text, "a path to the device's Python, not empty"),
+    "root": (KINDS, _text, "a folder on the device, not empty"),
+    "name": (KINDS, _text, "a label, not empty"),
+    "timeout": (KINDS, lambda v: _number(v, 0, TIMEOUT_MAX_S, lo_open=True),
+                f"seconds per batch, > 0 and <= {TIMEOUT_MAX_S:g}"),
+    "retries": (KINDS, lambda v: _number(v, 0, RETRIES_MAX, whole=True),
+                f"failed attempts the run may retry on this device, a whole number from 0 to {RETRIES_MAX}"),
+    "wait": (KINDS, lambda v: _number(v, 0, WAIT_MAX_S, lo_open=True),
+             f"seconds a reconnect may take, > 0 and <= {WAIT_MAX_S:g}"),
+    "merge": (KINDS, _flag, "0 or 1"),
+    "config": (("ssh",), _ssh_config, "an ssh_config file on this host (or none)"),
+    "identity": (("ssh",), _host_file, "a key file on this host"),
+    "port": (("ssh",), _port, "a whole number from 1 to 65535"),
+    "ssh": (("ssh",), _text, "the ssh client, not empty"),
+    "connect_timeout": (("ssh",), lambda v: _number(v, 1, CONNECT_TIMEOUT_MAX_S, whole=True),
+                        f"whole seconds from 1 to {CONNECT_TIMEOUT_MAX_S}"),
+    "adb": (("adb",), _text, "the adb client, not empty"),
+    "server": (("adb",), _adb_socket, "tcp:[HOST:]PORT or localfilesystem:PATH"),
 }
+
+#: settings every device string may carry, and those of one kind
+COMMON_KEYS = {k for k, (kinds, _, _) in SETTINGS.items() if kinds == KINDS}
+KIND_KEYS = {kind: {k for k, (kinds, _, _) in SETTINGS.items() if kinds != KINDS and kind in kinds}
+             for kind in KINDS}
 
 
 class TransportError(Exception):
@@ -47,12 +140,15 @@ class CommandResult:
 
 @dataclass
 class DeviceSpec:
-    """A parsed ``--device`` value."""
+    """A parsed and checked ``--device`` value (:func:`parse_device`)."""
 
     kind: str
     address: str                      # '' for local, [user@]host[:port] for ssh, serial for adb
-    options: dict[str, str] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict)     # the settings as written
     text: str = ""
+    values: dict[str, Any] = field(default_factory=dict)      # the settings, typed and checked
+    host: str = ""                    # ssh: the host (IPv6 without brackets), user@ if given
+    port: int | None = None           # ssh: from host:port or ?port=
 
     @property
     def label(self) -> str:
@@ -64,22 +160,53 @@ class DeviceSpec:
     def opt(self, key: str, default=None):
         return self.options.get(key, default)
 
-    def float_opt(self, key: str, default: float) -> float:
-        v = self.options.get(key)
-        if v is None:
-            return default
+    def get(self, key: str, default=None):
+        """A setting as checked by :func:`parse_device` (int / float / str), or ``default``."""
+        return self.values.get(key, default)
+
+
+def _oneline(text: str) -> str:
+    return text.encode("unicode_escape").decode() if _CONTROL.search(text) else text
+
+
+def _fail(raw: str, message: str, rule: str) -> QconformError:
+    return QconformError(message, source=_oneline(raw), field="--device", rule=rule)
+
+
+def _ssh_address(raw: str, address: str) -> tuple[str, int | None]:
+    """``[user@]host[:port]`` -> (``[user@]host``, port); IPv6 as ``[addr]`` or ``[addr]:port``."""
+    user, at, hostport = address.rpartition("@")
+    if at and not _USER.fullmatch(user):
+        raise _fail(raw, f"ssh user '{user}' is not a user name", "[user@]host[:port]")
+    port_text = None
+    if hostport.startswith("["):
+        host, close, rest = hostport.partition("]")
+        host += close
+        if rest:
+            if not rest.startswith(":"):
+                raise _fail(raw, f"'{hostport}' is not [IPv6]:port", "[user@]host[:port]")
+            port_text = rest[1:]
+    else:
+        host, colon, port_text = hostport.partition(":")
+        if not colon:
+            port_text = None
+    if not _HOST.fullmatch(host):
+        raise _fail(raw, f"ssh host '{host}' is not a host name, an IPv4 address or an [IPv6] address",
+                    "[user@]host[:port]")
+    port = None
+    if port_text is not None:
         try:
-            x = float(v)
-        except ValueError:
-            raise QconformError(f"'{key}={v}' is not a number", source=self.text, field="--device",
-                                rule=f"{key} is a number") from None
-        if not x >= 0:   # NaN too
-            raise QconformError(f"'{key}={v}' must be >= 0", source=self.text, field="--device")
-        return x
+            port = _port(port_text)
+        except _Bad as e:
+            raise _fail(raw, f"port '{port_text}' in '{address}' {e}", "port: a whole number from 1 to 65535") \
+                from None
+    return (f"{user}@" if at else "") + host.strip("[]"), port
 
 
 def parse_device(text: str) -> DeviceSpec:
-    """Parse one ``--device`` value; QconformError naming the rule on anything malformed."""
+    """Parse and check one ``--device`` value whole: the kind, the address (ssh: host and port
+    1-65535), every setting known for the kind, typed and bounded (:data:`SETTINGS`), each once.
+    Anything else is one QconformError naming the device string, the setting and the rule."""
     raw = text.strip()
     if not raw:
         raise QconformError("empty device", field="--device", rule="kind:address")
@@ -87,36 +214,47 @@ def parse_device(text: str) -> DeviceSpec:
     kind, _, address = head.partition(":")
     kind = kind.strip().lower()
     if kind not in KINDS:
-        raise QconformError(f"unknown device kind '{kind}' in '{raw}' (known: {', '.join(KINDS)}; "
-                            f"e.g. ssh:user@host, adb:SERIAL, local)", field="--device",
+        raise QconformError(f"unknown device kind '{_oneline(kind)}' in '{_oneline(raw)}' (known: "
+                            f"{', '.join(KINDS)}; e.g. ssh:user@host, adb:SERIAL, local)", field="--device",
                             rule="kind:address")
     options: dict[str, str] = {}
+    values: dict[str, Any] = {}
     if sep:
         try:
             pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
         except ValueError:
-            raise QconformError(f"bad settings '?{query}' (expected key=value&key=value)",
-                                source=raw, field="--device", rule="?key=value settings") from None
-        allowed = COMMON_KEYS | KIND_KEYS[kind]
+            raise _fail(raw, f"bad settings '?{_oneline(query)}' (expected key=value&key=value)",
+                        "?key=value settings") from None
+        allowed = sorted(k for k, (kinds, _, _) in SETTINGS.items() if kind in kinds)
         for k, v in pairs:
             if k not in allowed:
-                raise QconformError(f"unknown setting '{k}' for a {kind} device (known: "
-                                    f"{', '.join(sorted(allowed))})", source=raw, field="--device",
-                                    rule="known settings")
+                raise _fail(raw, f"unknown setting '{_oneline(k)}' for a {kind} device (known: "
+                                 f"{', '.join(allowed)})", "known settings")
+            if k in options:
+                raise _fail(raw, f"setting '{k}' given twice", "each setting once")
+            _, check, rule = SETTINGS[k]
+            try:
+                values[k] = check(v)
+            except _Bad as e:
+                raise _fail(raw, f"setting '{k}={_oneline(v)}' {e}", f"{k}: {rule}") from None
             options[k] = v
     if kind in ("ssh", "adb") and not address:
         example = "ssh:user@host" if kind == "ssh" else "adb:SERIAL"
-        raise QconformError(f"'{raw}' names no {'host' if kind == 'ssh' else 'serial'} (e.g. {example})",
-                            field="--device", rule="kind:address")
-    if kind == "ssh" and address.startswith("-"):
-        raise QconformError(f"ssh host '{address}' must not start with '-'", field="--device",
-                            rule="a host name")
+        raise _fail(raw, f"'{_oneline(raw)}' names no {'host' if kind == 'ssh' else 'serial'} (e.g. {example})",
+                    "kind:address")
+    if _CONTROL.search(address):
+        raise _fail(raw, "the address holds control characters", "kind:address")
+    spec = DeviceSpec(kind, address, options, raw, values)
+    if kind == "ssh":
+        if address.startswith("-"):
+            raise _fail(raw, f"ssh host '{address}' must not start with '-'", "a host name")
+        spec.host, spec.port = _ssh_address(raw, address)
+        if "port" in values:
+            if spec.port is not None and spec.port != values["port"]:
+                raise _fail(raw, f"two ports: '{address}' and port={options['port']}", "one port")
+            spec.port = values["port"]
     if kind == "adb" and (address.startswith("-") or any(ch.isspace() for ch in address)):
-        raise QconformError(f"adb serial '{address}' must not start with '-' or hold spaces",
-                            field="--device", rule="an adb serial")
-    spec = DeviceSpec(kind, address, options, raw)
-    for key in ("timeout", "retries", "wait", "connect_timeout"):   # numbers: checked now, not per case
-        spec.float_opt(key, 0.0)
+        raise _fail(raw, f"adb serial '{address}' must not start with '-' or hold spaces", "an adb serial")
     return spec
 
 
@@ -179,7 +317,10 @@ REMOTE_TIMEOUT_RCS = (124, 137)
 
 
 class Transport:
-    """Base class: push / run / pull / cleanup, reconnect, close. Counts round trips."""
+    """Base class: push / run / pull / cleanup, reconnect, close. Counts round trips.
+
+    ``failures`` and ``given_up`` are the device's retry budget for the whole run (the targets
+    of one device share its transport; :mod:`targets.remote` spends it)."""
 
     kind = "base"
     default_root = "/tmp"
@@ -189,6 +330,8 @@ class Transport:
         self.spec = spec
         self.round_trips = 0
         self.reconnects = 0
+        self.failures = 0                  # failed attempts on this device so far in the run
+        self.given_up: str | None = None   # why the run stopped using the device, once it did
 
     @property
     def label(self) -> str:
@@ -196,11 +339,11 @@ class Transport:
 
     @property
     def root(self) -> str:
-        return self.spec.opt("root") or self.default_root
+        return self.spec.get("root") or self.default_root
 
     @property
     def python(self) -> str:
-        return self.spec.opt("python") or self.default_python
+        return self.spec.get("python") or self.default_python
 
     def workspace(self, name: str) -> str:
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
@@ -209,18 +352,19 @@ class Transport:
     def available(self) -> tuple[bool, str]:
         return True, self.kind
 
-    # ---- the four verbs
-    def push(self, local_dir: Path, remote_dir: str) -> None:
+    # ---- the four verbs (``timeout``: seconds on the host's clock; None: the transport's default)
+    def push(self, local_dir: Path, remote_dir: str, timeout: float | None = None) -> None:
         raise NotImplementedError
 
     def run(self, argv: Sequence[str], timeout: float, env: dict[str, str] | None = None,
-            cwd: str | None = None) -> CommandResult:
+            cwd: str | None = None, grace: float = 15.0) -> CommandResult:
+        """``timeout`` is enforced on the device; the host gives up ``grace`` seconds later."""
         raise NotImplementedError
 
     def pull(self, remote_dir: str, local_dir: Path) -> None:
         raise NotImplementedError
 
-    def cleanup(self, remote_dir: str) -> None:
+    def cleanup(self, remote_dir: str, timeout: float | None = None) -> None:
         raise NotImplementedError
 
     # ---- connection

@@ -28,7 +28,7 @@ class LocalTransport(Transport):
         self.default_root = spec.address or tempfile.gettempdir()
         self.default_python = sys.executable
 
-    def push(self, local_dir: Path, remote_dir: str) -> None:
+    def push(self, local_dir: Path, remote_dir: str, timeout: float | None = None) -> None:
         self.round_trips += 1
         try:
             Path(remote_dir).parent.mkdir(parents=True, exist_ok=True)
@@ -37,7 +37,7 @@ class LocalTransport(Transport):
             raise TransportError(f"local push to {remote_dir} failed: {e}") from None
 
     def run(self, argv: Sequence[str], timeout: float, env: dict[str, str] | None = None,
-            cwd: str | None = None) -> CommandResult:
+            cwd: str | None = None, grace: float = 15.0) -> CommandResult:
         self.round_trips += 1
         full_env = dict(os.environ)
         full_env.update(env or {})
@@ -66,7 +66,7 @@ class LocalTransport(Transport):
         except OSError as e:
             raise TransportError(f"local pull of {remote_dir} failed: {e}") from None
 
-    def cleanup(self, remote_dir: str) -> None:
+    def cleanup(self, remote_dir: str, timeout: float | None = None) -> None:
         self.round_trips += 1
         shutil.rmtree(remote_dir, ignore_errors=True)
 

@@ -34,6 +34,7 @@ from targets.transport.base import CommandResult, DeviceSpec, Transport, Transpo
 
 SSH_FAILED = 255
 IO_TIMEOUT_S = 300.0
+CONNECT_TIMEOUT_S = 10     # ssh's ConnectTimeout (TCP connect and banner) unless ?connect_timeout=
 
 
 class SshTransport(Transport):
@@ -43,18 +44,13 @@ class SshTransport(Transport):
 
     def __init__(self, spec: DeviceSpec):
         super().__init__(spec)
-        dest, port = spec.address, spec.opt("port")
-        host = dest.rsplit("@", 1)[-1]
-        if ":" in host and not host.startswith("["):   # user@host:port
-            dest, _, p = dest.rpartition(":")
-            port = port or p
-        self.dest = dest
-        self.port = port
+        self.dest = spec.host      # [user@]host, checked by parse_device
+        self.port = spec.port
         self._ctl_dir: str | None = None
 
     # ---- argv
     def available(self) -> tuple[bool, str]:
-        exe = self.spec.opt("ssh", "ssh")
+        exe = self.spec.get("ssh", "ssh")
         if shutil.which(exe) is None:
             return False, f"the OpenSSH client '{exe}' is not installed (apt-get install openssh-client)"
         return True, f"OpenSSH client {exe}"
@@ -68,9 +64,9 @@ class SshTransport(Transport):
         return os.path.join(self._ctl_dir, "mux")
 
     def base_argv(self, master: bool = True) -> list[str]:
-        o = self.spec.options
+        o = self.spec.values
         argv = [o.get("ssh", "ssh"), "-o", "BatchMode=yes",
-                "-o", f"ConnectTimeout={int(float(o.get('connect_timeout', 10)))}",
+                "-o", f"ConnectTimeout={o.get('connect_timeout', CONNECT_TIMEOUT_S)}",
                 "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
         if master:
             argv += ["-o", "ControlMaster=auto", "-o", f"ControlPath={self._control_path()}",
@@ -106,18 +102,18 @@ class SshTransport(Transport):
         return res
 
     # ---- verbs
-    def push(self, local_dir: Path, remote_dir: str) -> None:
+    def push(self, local_dir: Path, remote_dir: str, timeout: float | None = None) -> None:
         data = _tar_bytes(Path(local_dir))
         q = shlex.quote(remote_dir)
-        res = self._ssh(f"mkdir -p -- {q} && exec tar -x -f - -C {q}", IO_TIMEOUT_S, stdin=data)
+        res = self._ssh(f"mkdir -p -- {q} && exec tar -x -f - -C {q}", timeout or IO_TIMEOUT_S, stdin=data)
         if res.timed_out or res.rc != 0:
             raise TransportError(f"ssh push to {remote_dir} failed ({'timeout' if res.timed_out else res.rc}): "
                                  f"{res.tail(400)}")
 
     def run(self, argv: Sequence[str], timeout: float, env: dict[str, str] | None = None,
-            cwd: str | None = None) -> CommandResult:
+            cwd: str | None = None, grace: float = 15.0) -> CommandResult:
         cmd = shell_command(argv, env=env, cwd=cwd, timeout_s=timeout)
-        return self._ssh(cmd, timeout + 15.0)
+        return self._ssh(cmd, timeout + grace)
 
     def pull(self, remote_dir: str, local_dir: Path) -> None:
         q = shlex.quote(remote_dir)
@@ -129,8 +125,8 @@ class SshTransport(Transport):
         if res.data:
             _untar_bytes(res.data, Path(local_dir))
 
-    def cleanup(self, remote_dir: str) -> None:
-        self._ssh(f"rm -rf -- {shlex.quote(remote_dir)}", 60.0)
+    def cleanup(self, remote_dir: str, timeout: float | None = None) -> None:
+        self._ssh(f"rm -rf -- {shlex.quote(remote_dir)}", timeout or 60.0)
 
     # ---- connection
     def _exit_master(self) -> None:
@@ -149,13 +145,13 @@ class SshTransport(Transport):
     def reconnect(self, wait_s: float = 30.0) -> None:
         """Drop the (possibly dead) master connection and open a new one."""
         super().reconnect(wait_s)
-        wait_s = self.spec.float_opt("wait", wait_s)
+        wait_s = self.spec.get("wait", wait_s)
         self._exit_master()
         deadline = time.monotonic() + wait_s
         delay, last = 0.5, ""
         while True:
-            try:
-                res = self._ssh("true", 20.0)
+            try:   # each try within what is left of the wait (a handshake on a busy host gets 5 s at least)
+                res = self._ssh("true", max(5.0, deadline - time.monotonic()))
                 if res.rc == 0:
                     return
                 last = res.tail(200)

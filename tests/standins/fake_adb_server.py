@@ -20,7 +20,8 @@ quoting). Faults for the tests: ``drop_after(n, pattern)`` cuts the connection o
 a running device-runner command once ``n`` files matching ``pattern`` have appeared
 below the folder since it started, kills the command and everything it started (its
 session), and keeps the device ``offline`` until the client sends ``adb reconnect
-offline``; each device records how many such files each cut left (``dropped_after``).
+offline`` (with ``revive=False``, for good: a device that died); each device records how many
+such files each cut left (``dropped_after``), and ``log`` every request the client made.
 
 Run standalone: ``python tests/standins/fake_adb_server.py --port 5137 --device
 SERIAL=/some/folder``, then ``adb -P 5137 -s SERIAL shell echo hi``.
@@ -61,6 +62,7 @@ class Device:
             raise ValueError(f"stand-in folder {self.folder} needs shell quoting; use a plain path")
         self.folder.mkdir(parents=True, exist_ok=True)
         self.state = "device"
+        self.revive = True                # whether `adb reconnect offline` brings it back
         self.transport_id = 1
         self.commands: list[str] = []     # shell commands seen (for the tests)
         self.drops = 0
@@ -117,11 +119,14 @@ class FakeAdbServer:
     def socket_spec(self) -> str:
         return f"tcp:127.0.0.1:{self.port}"
 
-    def drop_after(self, n_files: int, pattern: str, times: int = 1, command: str = "device_runner") -> None:
+    def drop_after(self, n_files: int, pattern: str, times: int = 1, command: str = "device_runner",
+                   revive: bool = True) -> None:
         """Cut the next shell command(s) holding ``command`` once ``n_files`` files matching
-        ``pattern`` (a glob below the folder) appeared after the command started."""
+        ``pattern`` (a glob below the folder) appeared after the command started; ``revive=False``:
+        the device stays offline after the cut, whatever the client does."""
         with self._lock:
-            self._fault = {"n": n_files, "pattern": pattern, "times": times, "command": command}
+            self._fault = {"n": n_files, "pattern": pattern, "times": times, "command": command,
+                           "revive": revive}
 
     def set_state(self, serial: str, state: str) -> None:
         self.devices[serial].state = state
@@ -211,7 +216,7 @@ class FakeAdbServer:
         if req == "host:reconnect-offline":
             n = 0
             for d in self.devices.values():
-                if d.state == "offline":
+                if d.state == "offline" and d.revive:
                     d.state = "device"
                     n += 1
             return self._okay(sock, f"reconnecting {n} device(s)\n" if n else "")
@@ -237,6 +242,8 @@ class FakeAdbServer:
                                                            if len(self.devices) == 1 else None)
             if dev is not None and dev.state == "device" and want in ("device", "any"):
                 self._okay(sock)
+                return
+            if _hung_up(sock):   # the client gave up waiting (its own timeout): so does this
                 return
             time.sleep(0.05)
         self._fail(sock, "timeout waiting for device")
@@ -318,6 +325,7 @@ class FakeAdbServer:
                         fault["times"] -= 1
                     dev.drops += 1
                     dev.state = "offline"
+                    dev.revive = fault["revive"]
                     _kill_group(p)
                     broken.set()
                     try:
@@ -452,6 +460,16 @@ class FakeAdbServer:
             chunk = data[i:i + SYNC_DATA_MAX]
             sock.sendall(b"DATA" + struct.pack("<I", len(chunk)) + chunk)
         sock.sendall(b"DONE" + bytes(4))
+
+
+def _hung_up(sock: socket.socket) -> bool:
+    """Whether the client closed its end (a read would see end of file)."""
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
 
 
 def _session(sid: int) -> list[int]:

@@ -10,11 +10,14 @@ the host must kill it at its timeout) or kills itself with SIGSEGV (``crash``).
 until it is killed (a device about to be dropped: a fault injected "after N cases" then
 finds exactly N finished, however fast or slow the host is); with ``:K`` only the first K
 runs that get that far stall (counted in the file ``$QC_FAULT_STATE``), the later ones go on.
+``without MOD[,MOD...]`` runs it as on a device whose python lacks those modules (a runtime
+not installed there): importing one raises ModuleNotFoundError, as Python would.
 ``--probe`` passes through.
 """
 
 from __future__ import annotations
 
+import importlib.abc
 import importlib.util
 import os
 import signal
@@ -22,8 +25,22 @@ import sys
 import time
 
 
+class _Without(importlib.abc.MetaPathFinder):
+    """Makes the named top-level modules (and their submodules) impossible to import."""
+
+    def __init__(self, names):
+        self.names = set(names)
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.split(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named '{fullname}'", name=fullname)
+        return None
+
+
 def main() -> int:
     mode, tag, runner, *rest = sys.argv[1:]
+    if mode == "without":
+        sys.meta_path.insert(0, _Without(tag.split(",")))
     spec = importlib.util.spec_from_file_location("device_runner", runner)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -1,0 +1,191 @@
+"""Bias and rounding (issue #14): the round-half-up schemes, the sign test, the bias of a whole
+(op, target) under the tolerance policy, and a target's declared scheme, from the scheme's
+arithmetic to the run's exit status, certificate, --resume and xdist."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from reference import golden
+from reference.schemes import get_scheme, kernel_schemes
+from reports import causes
+from reports.causes import BiasTally, SchemeTally, judge_group
+from suite.cases.generate import generate
+from suite.core.tolerance import load_policy, sign_test_p
+from tests.inprocess import run_inprocess
+
+pytest_plugins = "pytester"
+
+HALF_UP = "--target=tests.bias_targets:HalfUp"
+GOLDEN = "--target=tests.helper_targets:GoldenTarget"
+ADD30 = ("--ops", "ADD", "--cases-per-op", "30")
+
+
+# ----------------------------------------------------------------------------- the schemes
+
+@pytest.mark.parametrize("acc, want", [
+    # acc * 0.25 (m = 2^30, shift -1): the exact value, then per scheme:
+    #        tflite-ref-double, arm-half-up-double, arm-half-up-single, tflite-ref-single
+    (10, (3, 3, 3, 3)),      # +2.5: every scheme rounds the tie up
+    (-10, (-3, -2, -2, -2)),  # -2.5: gemmlowp's RDBPOT away from zero; ARM's rounding shift (and one step) up
+    (9, (3, 3, 2, 2)),       # +2.25: SRDHM's rounding makes 2.5, the second step 3 (double rounding)
+    (-11, (-3, -2, -3, -3)),  # -2.75: SRDHM gives -2.5, which only the half-up shift takes to -2
+])
+def test_half_up_schemes_at_ties(acc, want):
+    names = ("tflite-ref-double", "arm-half-up-double", "arm-half-up-single", "tflite-ref-single")
+    got = tuple(int(get_scheme(n).requantize(np.array([acc]), 0.25, 0, -128, 127)[0]) for n in names)
+    assert got == want
+
+
+def test_half_up_names():
+    assert "arm-half-up-double" in kernel_schemes()
+    # one rounding step with ties up on every op, FULLY_CONNECTED's too: D1's arithmetic, one golden
+    assert get_scheme("arm-half-up-single") is get_scheme("caffe-d1")
+
+
+def test_half_up_double_only_moves_negative_ties_up_in_every_op():
+    """Against the same arithmetic with gemmlowp's final shift (caffe-d2: MBQM on every op), every
+    element is equal or one up, and each op that requantizes has some: none is left out."""
+    ops = ["ADD", "SUB", "MUL", "CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED",
+           "BATCH_MATMUL", "MEAN", "SUM", "LEAKY_RELU", "L2_NORMALIZATION", "QUANTIZE", "RESIZE_BILINEAR"]
+    up = dict.fromkeys(ops, 0)
+    for c in generate(ops, 10):
+        for a, b in zip(golden(c, "arm-half-up-double"), golden(c, "caffe-d2")):
+            d = a.astype(np.int64) - b.astype(np.int64)
+            assert set(np.unique(d).tolist()) <= {0, 1}, c.id
+            up[c.op] += int(d.sum())
+    assert all(up.values()), up
+
+
+# ----------------------------------------------------------------------------- the sign test
+
+def test_sign_test_p_exact_values():
+    assert sign_test_p(0, 0) == 1.0 and sign_test_p(5, 5) == 1.0 and sign_test_p(3, 2) == 1.0
+    assert sign_test_p(10, 0) == pytest.approx(2 / 1024, rel=1e-12)
+    assert sign_test_p(6, 4) == pytest.approx(2 * (1 + 10 + 45 + 120 + 210) / 1024, rel=1e-12)
+    assert sign_test_p(1, 4) == pytest.approx(2 * 6 / 32, rel=1e-12)      # symmetric
+    assert sign_test_p(21, 0) < 1e-6 < sign_test_p(20, 0)                  # the default rule's edge
+
+
+def test_sign_test_p_large_counts():
+    # a normal approximation: 51000 : 49000 is 6.3 sd off an even split, p ~ 2.5e-10
+    p = sign_test_p(51000, 49000)
+    assert 1e-10 < p < 1e-9
+    assert sign_test_p(50100, 49900) == pytest.approx(0.527, abs=0.01)
+    assert sign_test_p(10**6, 10) == 0.0 and sign_test_p(40000, 0) == 0.0    # below the float range
+
+
+# ----------------------------------------------------------------------------- the group verdict
+
+def _tallies(pos: int, neg: int, elements: int = 10000, dtype: str = "int8", exact=None):
+    b, s = BiasTally(), SchemeTally()
+    row = {"status": "pass", "elements": elements, "sum_err_lsb": pos - neg, "pos_err": pos, "neg_err": neg,
+           "out_dtype": dtype, "scheme_exact": exact or {"tflite-ref-double": elements - pos - neg}}
+    b.add(row)
+    s.add(row)
+    b.add({**row, "finding": "x"})     # explained rows are left out
+    b.add({**row, "status": "waived"})
+    return b, s
+
+
+def test_default_policy_judges_bias(monkeypatch):
+    monkeypatch.setattr(causes, "match", lambda *a: None)
+    pol = load_policy()
+    cols, fails = judge_group("ADD", "k", *_tallies(21, 0), pol)
+    assert cols["bias"] == "+" and [f["kind"] for f in fails] == ["bias"]
+    assert "21 above, 0 below" in cols["group_failure"] and "(tolerance rule 0)" in cols["group_failure"]
+    assert judge_group("ADD", "k", *_tallies(20, 0), pol)[0]["bias"] == ""            # p 1.9e-6
+    assert judge_group("ADD", "k", *_tallies(60, 100), pol)[0]["group_failure"] is None  # p 0.002
+    assert judge_group("ADD", "k", *_tallies(0, 300), pol)[0]["bias"] == "-"
+    assert judge_group("RESHAPE", "k", *_tallies(0, 300), pol)[0]["bias"] == ""       # exact ops: no bias rule
+    assert judge_group("ADD", "k", *_tallies(0, 300), None)[0]["bias"] == ""          # no policy, no verdict
+
+
+def test_a_bias_finding_explains_its_own_sign_only(monkeypatch):
+    from suite.core.findings import Finding
+    f = Finding("known-low", ("ADD",), ("k",), "why", status=("bias-",))
+    monkeypatch.setattr(causes, "match", lambda op, t, v, status: f if f.matches(op, t, v, status) else None)
+    pol = load_policy()
+    cols, fails = judge_group("ADD", "k", *_tallies(0, 300), pol)
+    assert fails[0]["finding"] == "known-low" and cols["group_failure"] is None and "known-low" in cols["group_known"]
+    cols, fails = judge_group("ADD", "k", *_tallies(300, 0), pol)       # it flipped: new
+    assert fails[0]["finding"] is None and cols["group_failure"]
+
+
+def test_declared_scheme_gap(monkeypatch):
+    monkeypatch.setattr(causes, "match", lambda *a: None)
+    n = 10000
+    for gap, flagged in ((causes.SCHEME_GAP_MIN - 1, False), (causes.SCHEME_GAP_MIN, True)):
+        b, s = _tallies(0, 0, n, exact={"tflite-ref-double": n - gap, "xnnpack-fp32": n})
+        cols, fails = judge_group("ADD", "k", b, s, None, expected="tflite-ref-double")
+        assert cols["expected_scheme_exact_pct"] == round(100 * (n - gap) / n, 3)
+        assert (cols["scheme_mismatch"] == "xnnpack-fp32") is flagged and bool(fails) is flagged
+    cols, fails = judge_group("ADD", "k", b, s, None, expected="a free label")   # not a scheme: not checked
+    assert cols["expected_scheme_exact_pct"] is None and not fails
+
+
+# ----------------------------------------------------------------------------- runs
+
+@pytest.fixture
+def run(pytester):
+    return lambda *args, **kw: run_inprocess(pytester, *args, **kw)
+
+
+def _summary(rd) -> dict:
+    return {(r["op"], r["target"]): r for r in csv.DictReader((rd / "summary.csv").open())}
+
+
+def test_half_up_kernel_is_named_and_fails_the_run_on_its_bias(run):
+    proc, rd = run(HALF_UP, "--target=tests.bias_targets:HalfUpClaimsRef", GOLDEN, *ADD30, "--certify")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    proc.result.assert_outcomes(passed=3 * 36)                   # every case within tolerance
+    s = _summary(rd)
+    hu = s[("ADD", "half-up")]
+    assert hu["best_scheme"] == "arm-half-up-double" and float(hu["best_scheme_exact_pct"]) == 100.0
+    assert hu["cause_unexplained"] == "0" and int(hu["cause_tie"]) > 0
+    assert hu["bias"] == "+" and float(hu["bias_lsb"]) > 0 and float(hu["bias_p"]) < 1e-6
+    assert "int8 outputs biased +" in hu["group_failure"] and not hu["scheme_mismatch"]
+    assert s[("ADD", "golden")]["bias"] == "" and not s[("ADD", "golden")]["group_failure"]
+    claims = s[("ADD", "half-up-claims-ref")]
+    assert claims["expected_scheme"] == "tflite-ref-double" and claims["scheme_mismatch"] == "arm-half-up-double"
+    assert float(claims["expected_scheme_exact_pct"]) < 100.0
+    assert "BIAS: ADD on half-up: int8 outputs biased +" in proc.stdout
+    assert "SCHEME: ADD on half-up-claims-ref: declares expected_scheme tflite-ref-double" in proc.stdout
+    assert json.loads((rd / "run.json").read_text())["exit_status"] == 1
+    assert "FAIL" in (rd / "summary.md").read_text().splitlines()[2]
+    cert = {(o["target"], o["spec"]): o for o in json.loads((rd / "certificate.json").read_text())["ops"]
+            if o["op"] == "ADD"}
+    assert cert[("half-up", "litert-int8")]["verdict"] == "non-conformant"
+    assert any("biased +" in w for w in cert[("half-up", "litert-int8")]["op_failures"])
+    assert any("declares expected_scheme" in w for w in cert[("half-up-claims-ref", "litert-int8")]["op_failures"])
+    assert cert[("golden", "litert-int8")]["verdict"] == "bit-exact"
+
+
+def test_resumed_run_gives_the_verdict_of_an_uninterrupted_one(run):
+    proc, rd = run(HALF_UP, *ADD30)
+    assert proc.returncode == 1
+    want = (rd / "summary.csv").read_text()
+    lines = (rd / "results.jsonl").read_text().splitlines(keepends=True)
+    (rd / "results.jsonl").write_text("".join(lines[:5]))       # as if killed after 5 cases
+    proc2, rd2 = run(f"--resume={rd}")
+    assert rd2 == rd and proc2.returncode == 1, proc2.stdout[-3000:]
+    proc2.result.assert_outcomes(passed=len(lines) - 5, deselected=5)
+    assert (rd / "summary.csv").read_text() == want
+    assert "BIAS: ADD on half-up" in proc2.stdout
+
+
+def test_xdist_run_gives_the_verdict_of_a_single_process(run, run_suite, tmp_path):
+    pytest.importorskip("xdist")
+    args = (HALF_UP, GOLDEN, "--ops", "ADD,MUL", "--cases-per-op", "30")
+    one, rd1 = run(*args)
+    many, rd2 = run_suite(*args, "-n", "2", report_dir=tmp_path / "xdist")
+    assert one.returncode == many.returncode == 1, many.stdout[-3000:] + many.stderr[-3000:]
+    cols = ("bias", "bias_lsb", "bias_p", "group_failure", "best_scheme", "best_scheme_exact_pct")
+    s1, s2 = _summary(rd1), _summary(rd2)
+    assert s1.keys() == s2.keys() and {k: [s1[k][c] for c in cols] for k in s1} == {k: [s2[k][c] for c in cols] for k in s2}
+    assert {k for k, r in s2.items() if r["bias"]} == {("ADD", "half-up"), ("MUL", "half-up")}
+    assert "BIAS: ADD on half-up" in many.stdout
