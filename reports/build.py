@@ -19,6 +19,7 @@ are written all the same.
 from __future__ import annotations
 
 import contextlib
+import csv
 import os
 import subprocess
 import sys
@@ -201,10 +202,18 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     if child is None:
         attempt(PARQUET, ("parquet",), lambda: parquet.close())
     attempt(INDEX, ("summary", "page"), lambda: write_atomic(
-        d / INDEX, render(page, report.summary, summary.pair_table(), info, cert)))
+        d / INDEX, render(page, report.summary, summary.pair_table(), info, cert, _models(d))))
     if child is not None:
         attempt(PARQUET, (), lambda: _parquet_done(child, d))
     return report
+
+
+def _models(d: Path) -> tuple[list[dict], list[dict]] | None:
+    """models.csv and layers.csv of a ``--model`` run (suite/models/verdicts.py), if it wrote them."""
+    if not (d / "models.csv").exists() or not (d / "layers.csv").exists():
+        return None
+    with open(d / "models.csv", newline="") as m, open(d / "layers.csv", newline="") as ly:
+        return list(csv.DictReader(m)), list(csv.DictReader(ly))
 
 
 def _parquet_child(d: Path) -> subprocess.Popen | None:

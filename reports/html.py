@@ -259,10 +259,11 @@ _SECTIONS = (("new-section", "new failures"), ("matrix-section", "matrix"), ("su
 
 
 def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | None = None,
-           certificate: dict | None = None) -> str:
+           certificate: dict | None = None, models: tuple[list[dict], list[dict]] | None = None) -> str:
     """The page: ``table`` is the summary (reports.summary.Summary.table), ``pairs`` the same per
     (op, target) (Summary.pair_table: a farm run's table has a row per device, which keyed by
-    (op, target) alone would keep only the last device's, a failing one hidden)."""
+    (op, target) alone would keep only the last device's, a failing one hidden). ``models``: the rows of
+    models.csv and layers.csv of a ``--model`` run (suite/models/verdicts.py): a section of their own."""
     ops, targets = list(page.ops), list(page.targets)
     s = {(r["op"], r["target"]): r for r in pairs}
     tot = totals(pairs)
@@ -278,7 +279,8 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
                  f'{tot["waived"]} waived), {tot["unsupported"]} unsupported.</p>')
     parts.append('<p class="muted">' + " &middot; ".join(
         f'<a href="#{a}">{_e(name)}</a>' for a, name in _SECTIONS
-        if a != "unsupported-section" or page.unsupported) + "</p>")
+        if a != "unsupported-section" or page.unsupported)
+        + (' &middot; <a href="#models-section">models</a>' if models else "") + "</p>")
 
     # ---- alerts
     if run_info is None:
@@ -457,6 +459,10 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
                  for (t, why), (count, ids) in sorted(page.unsupported.items(), key=lambda kv: -kv[1][0])]
         parts.append(_table(["target", "cases", "reason", "cases (first 8)"], urows, "unsupported", {"cases"}))
 
+    # ---- models (a --model run)
+    if models:
+        parts.append(_models_section(*models))
+
     # ---- certificate
     if certificate:
         parts.append('<h2 id="certificate-section">Certificate</h2>')
@@ -490,3 +496,40 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
             f'<meta name="viewport" content="width=device-width,initial-scale=1">'
             f"<title>qconform report {_e(run_id)}</title><style>{_CSS}</style></head>\n"
             f"<body>\n{body}\n<script>{_JS}</script>\n</body></html>\n")
+
+
+def _models_section(model_rows: list[dict], layer_rows: list[dict]) -> str:
+    """Per model: models.csv's rows and a plot of each target's error per layer, its first
+    divergent layer marked (accumulated error where the target ran the whole model, else the
+    layer case's own)."""
+    out = ['<h2 id="models-section">Models: error per layer</h2>',
+           ("<p>Each layer against the golden chain (the graph golden from the model's inputs) where the target "
+           "ran the whole model, else its harvested case's own verdict; layers.csv and models.csv in the run "
+           "folder hold every value.</p>")]
+    cols = ["model", "target", "layers", "layers_exact", "first_divergent_layer", "first_divergent_node",
+            "output_max_abs_lsb", "whole_model"]
+    out.append('<div class="box wide">' + _table(cols, [[r.get(c) for c in cols] for r in model_rows], "models",
+                                                 {"layers", "layers_exact"}) + "</div>")
+    for model in dict.fromkeys(r["model"] for r in layer_rows):
+        rows = [r for r in layer_rows if r["model"] == model]
+        layers = list(dict.fromkeys(int(r["layer"]) for r in rows))
+        errors: dict[str, list] = {}
+        for t in dict.fromkeys(r["target"] for r in rows):
+            by = {int(r["layer"]): r for r in rows if r["target"] == t}
+            errors[t] = [_float(_layer_error(by[k])) if k in by else None for k in layers]
+        first = {r["target"]: int(r["first_divergent_layer"]) for r in model_rows
+                 if r["model"] == model and str(r.get("first_divergent_layer", "")).strip() != ""}
+        out.append(_img(plots.layers_svg(model, layers, errors, first), f"error per layer of {model}",
+                        cls="model-layers"))
+    return "".join(out)
+
+
+def _layer_error(r: dict):
+    return r.get("accumulated_max_abs_lsb") if r.get("source") == "model" else r.get("max_abs_lsb")
+
+
+def _float(v):
+    try:
+        return float(v) if str(v).strip() != "" else None
+    except (TypeError, ValueError):
+        return None

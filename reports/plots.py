@@ -19,6 +19,7 @@ ids or hashes: the same inputs give the same bytes.
 from __future__ import annotations
 
 import html
+import itertools
 import math
 import re
 
@@ -300,4 +301,45 @@ def causes_svg(labels: list[str], counts: dict[str, list[int]]) -> bytes:
     _xticks(svg, to_x(ticks).tolist(), [_tick_label(v) for v in ticks], y1)
     _frame(svg, x0, y0, x1, y1)
     svg.text((x0 + x1) / 2, y1 + 0.4 * IN, "mismatching elements", 10, "middle")
+    return svg.bytes()
+
+
+def layers_svg(model: str, layers: list[int], errors: dict[str, list[float | None]],
+               first: dict[str, int | None]) -> bytes:
+    """Error per layer of one model: a line per target (max |error| in LSB, against the golden
+    chain where the target ran the whole model, else its layer case's own), log axis (0 drawn at the
+    bottom); each target's first divergent layer marked by a ring and a dashed line."""
+    colors = _target_colors(list(errors))
+    x0, y0 = 0.75 * IN, 0.35 * IN
+    svg = _Svg(x0 + max(6.5 * IN, 0.06 * IN * len(layers)), 0)
+    x1 = svg.w - 0.2 * IN
+    svg.text((x0 + x1) / 2, 0.25 * IN, f"{model}: max |error| per layer (LSB)", 12, "middle")
+    y0 += _legend(svg, x0, y0, x1 - x0, colors, 8) + 0.1 * IN
+    y1 = y0 + 2.2 * IN
+    svg.h = y1 + 0.6 * IN
+    vals = [v for vs in errors.values() for v in vs if v]
+    hi = 10 ** np.ceil(np.log10(max(vals + [1.0]) * 1.5))
+    to_y = _log(0.5, hi, y1, y0)
+    to_x = _linear(-0.5, max(len(layers), 1) - 0.5, x0, x1)
+    for t, vs in errors.items():
+        pts = [(float(to_x(i)), float(to_y(max(v, 0.5)))) for i, v in enumerate(vs) if v is not None]
+        svg.open("series", f' data-target="{_esc(t)}"')
+        for (a, b), (c, d) in itertools.pairwise(pts):
+            svg.line(a, b, c, d, colors[t], 1.2)
+        k = first.get(t)
+        if k is not None and k in layers and vs[layers.index(k)] is not None:
+            i = layers.index(k)
+            px, py = float(to_x(i)), float(to_y(max(vs[i], 0.5)))
+            svg.out.append(f'<circle class="first-divergent" cx="{_f(px)}" cy="{_f(py)}" r="4" fill="none" '
+                           f'stroke="{colors[t]}" stroke-width="1.5"/>')
+            svg.out.append(f'<line x1="{_f(px)}" y1="{_f(y0)}" x2="{_f(px)}" y2="{_f(y1)}" stroke="{colors[t]}" '
+                           f'stroke-dasharray="3,3" stroke-width="0.8"/>')
+        svg.close()
+    ticks = _decades(1, hi, 4)
+    _yticks(svg, to_y(ticks).tolist(), [_tick_label(v) for v in ticks], x0, 7)
+    step = max(1, len(layers) // 20)
+    _xticks(svg, [float(to_x(i)) for i in range(0, len(layers), step)], [str(layers[i]) for i in range(0, len(layers), step)],
+            y1, 7)
+    _frame(svg, x0, y0, x1, y1)
+    svg.text((x0 + x1) / 2, y1 + 0.45 * IN, "layer (0 |error| drawn at the bottom)", 10, "middle")
     return svg.bytes()

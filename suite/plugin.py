@@ -31,6 +31,8 @@ from suite.harness.goldens import GoldenStore, folder_of
 from suite.harness.options import DEFAULT_REPORT_ROOT, RunOptions, checked, split_list
 from suite.harness.repro import TOLERANCE_COPY, check_reruns
 from suite.harness.run import Run
+from suite.models.harvest import harvest_model, model_feeds
+from suite.models.verdicts import write_model_reports
 from targets import DEFAULT_TARGETS, get_target, target_name
 from targets.remote import device_for_process, device_targets, plan_workers
 from targets.transport import parse_device_list
@@ -40,7 +42,7 @@ SESSION = pytest.StashKey["QconformSession"]()
 #: a conformance test's duration (JUnit time, --durations): its verdict's ``seconds``, what its case cost
 #: the run, in place of its setup's wall time (the first test of a batch waits for the whole batch)
 SECONDS = pytest.StashKey[float]()
-_OWN_OPTIONS = ("--target", "--case-file", "--ops", "--cases-per-op", "--seed", "--report-dir",
+_OWN_OPTIONS = ("--target", "--case-file", "--model", "--ops", "--cases-per-op", "--seed", "--report-dir",
                 "--tolerance", "--scheme", "--certify", "--device", "--resume", "--waivers")
 _PROPERTIES = tuple((k, f"qconform.{k}") for k in ("status", "bit_exact", "max_abs_lsb", "mismatches",
                                                   "elements", "p50_us", "repro"))
@@ -102,6 +104,11 @@ def pytest_addoption(parser):
                      "while pytest reports (default 4; 0: each batch when its first test asks)")
     g.addoption("--timeout", type=float, default=60.0, metavar="SECONDS",
                 help="per-case time limit of an isolated target (default 60; scaled for batches)")
+    g.addoption("--model", default=None, metavar="MODEL",
+                help="an int8 .tflite or QDQ .onnx model: its layers as cases on each target, the whole model on "
+                     "each target that can run it, layers.csv and models.csv (see docs/models.md)")
+    g.addoption("--model-inputs", default=None, metavar="NPZ",
+                help="the --model's inputs (keys: its input names; default: seeded data over their real range)")
     g.addoption("--resume", default=None, metavar="RUN_DIR",
                 help="continue an interrupted run: skip the (case, target) pairs RUN_DIR/results.jsonl "
                      "records, append the rest, rebuild the summaries (see docs/reliability.md)")
@@ -158,7 +165,7 @@ def pytest_configure(config):
 def _is_conformance_run(config) -> bool:
     """Whether this pytest invocation collects the conformance tests (suite/)."""
     o = config.option
-    if o.target or o.case_file or o.ops or o.cases_per_op is not None or o.device or o.resume:
+    if o.target or o.case_file or o.model or o.ops or o.cases_per_op is not None or o.device or o.resume:
         return True
     for a in config.args:
         p = Path(str(a).split("::")[0]).resolve()
@@ -218,6 +225,14 @@ class QconformSession:
         self.opts = RunOptions(**{**self.opts.__dict__, "targets": tuple(self.selectors[n] for n in self.targets)})
         self.cases: list[Case] | None = (load_case_files(list(self.opts.case_files), self.opts.scheme)
                                          if self.opts.case_files else None)
+        self.graph = None   # --model: the harvested model (suite/models), its layers the cases
+        if o.model:
+            if self.opts.case_files:
+                raise QconformError("--model and --case-file each give the run's cases: give one",
+                                    field="--model", rule="one source of cases")
+            self.graph = harvest_model(o.model, o.model_inputs, o.seed, self.opts.scheme)
+            self.model_feeds = model_feeds(self.graph, o.model_inputs, o.seed)
+            self.cases = self.graph.cases()
         if self.cases is not None and self.opts.ops:
             self.cases = [c for c in self.cases if c.op in self.opts.ops]
         policy, waivers = load_policy(self.opts.tolerance_file), load_waivers(list(self.opts.waivers))
@@ -328,7 +343,8 @@ class QconformSession:
             options = {**self.opts.as_dict(), "report_dir": str(self.folder.path),
                        "workers": getattr(self.config.option, "numprocesses", None), "filtered": self.filtered,
                        "tolerance_digest": self.tolerance_digest,
-                       "tolerance_copy": str(self.folder.path / TOLERANCE_COPY)}
+                       "tolerance_copy": str(self.folder.path / TOLERANCE_COPY),
+                       "model": self.config.option.model}
             self._doc = run_info(run_id=self.run_id, options=options, targets=targets, unavailable=self.unavailable,
                                  started=self.started, command=[str(a) for a in self.config.invocation_params.args])
             doc = self._doc
@@ -342,7 +358,7 @@ class QconformSession:
     def filtered(self) -> bool:
         """A subset of the run's tests was selected (-k, -m, --lf, test ids, --case-file, ...)."""
         o = self.config.option
-        return (bool(self.opts.case_files) or any(getattr(o, k, None) for k in _SELECTING)
+        return (bool(self.opts.case_files) or bool(o.model) or any(getattr(o, k, None) for k in _SELECTING)
                 or any("::" in str(a) for a in self.config.args))
 
     # ---- hooks
@@ -447,6 +463,10 @@ class QconformSession:
         complete = (exitstatus in (0, 1, 5) and not self.interrupted and not session.shouldstop
                     and not session.shouldfail)
         try:
+            if self.graph is not None:   # layers.csv, models.csv: before the page, which shows them
+                write_model_reports(self.folder.path, self.graph, self.model_feeds, self.targets, self.policy,
+                                    self.opts.scheme, {n: self.versions(n) for n in self.targets},
+                                    timeout=10 * self.opts.timeout)
             doc = self._write_run_info(finished=now(), exit_status=int(session.exitstatus),
                                        interrupted=self.interrupted)
             self.report = write_reports(self.folder.path, policy=self.policy,

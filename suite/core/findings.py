@@ -9,7 +9,7 @@ from pathlib import Path
 
 from suite.core.errors import QconformError
 from suite.core.spec import known_ops
-from suite.core.userfile import tomllib   # (tomli on Python 3.10)
+from suite.core.userfile import tomllib  # (tomli on Python 3.10)
 
 FILE = Path(__file__).parent / "findings.toml"
 
@@ -22,19 +22,37 @@ class Finding:
     reason: str
     variant: tuple[str, ...] = ("*",)
     status: tuple[str, ...] = ("fail",)   # the verdicts it explains: fail, crash, timeout, error
+    #: for hunted cases (qconform hunt), which carry their params: any one of these tables of
+    #: conditions, all of whose params hold; a finding without one matches them by ``variant``
+    where: tuple[dict, ...] = ()
 
-    def matches(self, op: str, target: str, variant: str, status: str = "fail") -> bool:
-        return (status in self.status
-                and any(fnmatch.fnmatchcase(op, p) for p in self.op)
-                and any(fnmatch.fnmatchcase(target, p) for p in self.target)
-                and any(fnmatch.fnmatchcase(variant, p) for p in self.variant))
+    def matches(self, op: str, target: str, variant: str, status: str = "fail", params: dict | None = None) -> bool:
+        if not (status in self.status and any(fnmatch.fnmatchcase(op, p) for p in self.op)
+                and any(fnmatch.fnmatchcase(target, p) for p in self.target)):
+            return False
+        if params is not None and self.where:
+            return any(all(_holds(params.get(k), c) for k, c in w.items()) for w in self.where)
+        return any(fnmatch.fnmatchcase(variant, p) for p in self.variant)
+
+
+def _holds(value, cond) -> bool:
+    """A param against one condition: [lo, hi] (two numbers: lo <= value <= hi), a list (one of
+    them), or a value (equal to it). A missing param holds nothing."""
+    if value is None:
+        return False
+    if isinstance(cond, list) and len(cond) == 2 and all(isinstance(c, (int, float)) and not isinstance(c, bool)
+                                                         for c in cond):
+        return not isinstance(value, (bool, str)) and cond[0] <= value <= cond[1]
+    if isinstance(cond, list):
+        return value in cond
+    return value == cond
 
 
 def _tuple(v) -> tuple[str, ...]:
     return tuple(v) if isinstance(v, list) else (v,)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def findings() -> tuple[Finding, ...]:
     with open(FILE, "rb") as f:
         raw = tomllib.load(f)
@@ -45,14 +63,20 @@ def findings() -> tuple[Finding, ...]:
                 raise QconformError(f"{p!r} matches no operator of the spec tables", source=str(FILE),
                                     field=f"finding[{i}].op" + (f"[{j}]" if isinstance(r.get("op"), list) else ""),
                                     rule="a finding's op patterns match an operator")
+        where = r.get("where", [])
+        where = [where] if isinstance(where, dict) else where
+        if not isinstance(where, list) or not all(isinstance(w, dict) and w for w in where):
+            raise QconformError("must be a table of param conditions, or a list of them", source=str(FILE),
+                                field=f"finding[{i}].where", rule="where = {param = value | [lo, hi] | [a, b, ...]}")
         out.append(Finding(id=r["id"], op=_tuple(r.get("op", "*")), target=_tuple(r.get("target", "*")),
                            reason=r["reason"], variant=_tuple(r.get("variant", "*")),
-                           status=_tuple(r.get("status", "fail"))))
+                           status=_tuple(r.get("status", "fail")), where=tuple(where)))
     return tuple(out)
 
 
-def match(op: str, target: str, variant: str = "*", status: str = "fail") -> Finding | None:
+def match(op: str, target: str, variant: str = "*", status: str = "fail", params: dict | None = None) -> Finding | None:
+    """The first finding that explains this verdict (``params``: a hunted case's, suite/cases/hunt)."""
     for f in findings():
-        if f.matches(op, target, variant, status):
+        if f.matches(op, target, variant, status, params):
             return f
     return None

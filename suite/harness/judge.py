@@ -111,8 +111,8 @@ class Judge:
         v.row = self._row(v, case, o, cmp, tol)
         if cmp is not None and not cmp.garbage:
             v.row.update(self._analyse(case, cmp, want))
-        failure = None
-        if v.status.is_bad and not v.golden_error:
+        failure = None   # (an infra verdict is the device's, not the case's: nothing to reproduce)
+        if v.status.is_bad and v.status is not Status.INFRA and not v.golden_error:
             failure = self._failure(case, target, v, want, o.outputs if v.status is Status.FAIL else None)
         if self.waivers:
             self.waivers.apply(v, versions)

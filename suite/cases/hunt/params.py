@@ -1,0 +1,221 @@
+"""A case described by named numbers, and the coarse region of them that groups failures.
+
+:func:`case_params` is a pure function of the case (a shrunk case or a case file gets its own):
+the effective requantization multiplier, the accumulator's size, the smallest scale, the row's
+sum of exps, ... (``PARAMS`` names them all: a finding's ``where`` in suite/core/findings.toml may
+use any of them). :func:`case_region` buckets a few of them per op family (octaves into bands,
+booleans as they are): two failures with the same status, cause, best scheme and region are one
+distinct failure of the hunt.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from reference.ops.conv import (
+    batch_matmul_acc,
+    conv_acc,
+    depthwise_acc,
+    fc_acc,
+    transpose_conv_acc,
+)
+from suite.core.case import Case
+from suite.core.geometry import out_size, pad_before
+
+from .elementwise import COMPARISONS
+
+PARAMS = {
+    "table": "the spec table of the case",
+    "dtype": "input 0's dtype (the input activation's for TRANSPOSE_CONV; the quantized tensor's for ONNX Q/DQ)",
+    "out_dtype": "output 0's dtype",
+    "rank": "input 0's rank",
+    "elements": "elements of output 0",
+    "act": "the fused activation (NONE without one)",
+    "zp_in": "input 0's zero point", "zp_out": "output 0's zero point",
+    "s_in_log2": "log2 of input 0's scale", "s_out_log2": "log2 of output 0's scale",
+    "broadcast": "the two inputs have different shapes",
+    "out_mult_log2": "log2 of the output multiplier: ADD/SUB 2 max(s1, s2) / (2^20 s_out) (LiteRT's), "
+                     "MUL s1 s2 / s_out, one-input ops s_in / s_out",
+    "in_ratio_log2": "log2(s_input1 / s_input0)",
+    "min_scale_log2": "log2 of the smaller input scale",
+    "same_scale": "both inputs have one scale",
+    "reduce_n": "elements reduced into each output", "all_axes": "every axis reduced", "keep_dims": "keep_dims",
+    "depth": "length of the last axis (softmax, L2 normalization)",
+    "exp_sum_log2": "log2 of the largest row sum of exp(beta s (x - max)) (SOFTMAX)",
+    "mult_min_log2": "log2 of the smallest s_in s_w[c] / s_out", "mult_max_log2": "log2 of the largest one",
+    "w_spread_log2": "log2 of the largest over the smallest weight scale",
+    "w_dtype": "the weights' dtype", "per_axis": "per-channel weight scales", "bias": "a bias is given",
+    "acc_log2": "log2 of the largest |accumulator + bias| (31: at the int32 limit)",
+    "k": "reduction length of the conv/matrix op",
+    "pad_end_last": "end padding on the last dimension", "pad_end_outer": "end padding on another dimension",
+    "axis_last": "the op's axis is the last dimension", "idx_rank": "rank of GATHER's indices",
+    "batch_dims": "GATHER's batch_dims", "n_inputs": "number of inputs",
+    "granularity": "per-tensor, per-axis or blocked (ONNX Q/DQ)",
+}
+
+CONV = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "BATCH_MATMUL")
+
+
+def _log2(x: float) -> float:
+    return round(math.log2(x), 3) if x > 0 else -math.inf
+
+
+def _main_input(case: Case):
+    return case.inputs[2] if case.op == "TRANSPOSE_CONV" else case.inputs[0]
+
+
+def case_params(case: Case) -> dict:
+    x, o = _main_input(case), case.outputs[0]
+    p: dict = {"table": case.spec, "dtype": x.dtype, "out_dtype": o.dtype, "rank": len(x.shape),
+               "elements": o.size, "act": case.attrs.get("fused_activation_function", "NONE")}
+    if x.quantized:
+        p.update(zp_in=int(x.zero_point[0]), s_in_log2=_log2(x.scale[0]))
+    if o.quantized:
+        p.update(zp_out=int(o.zero_point[0]), s_out_log2=_log2(o.scale[0]))
+    op = case.op
+    if op in ("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM") + COMPARISONS:
+        a, b = case.inputs[0], case.inputs[1]
+        sa, sb = a.scale[0], b.scale[0]
+        p.update(broadcast=tuple(a.shape) != tuple(b.shape), in_ratio_log2=_log2(sb / sa),
+                 min_scale_log2=_log2(min(sa, sb)), same_scale=sa == sb)
+        if op in ("ADD", "SUB"):
+            p["out_mult_log2"] = _log2(2 * max(sa, sb) / (2 ** 20 * o.scale[0]))
+        elif op == "MUL":
+            p["out_mult_log2"] = _log2(sa * sb / o.scale[0])
+    elif op in CONV:
+        p.update(_conv_params(case))
+    elif op in ("SOFTMAX", "LOG_SOFTMAX", "L2_NORMALIZATION"):
+        p["depth"] = int(x.shape[-1]) if x.shape else 1
+        if op == "SOFTMAX":
+            q = np.asarray(x.data, np.float64).reshape(-1, p["depth"])
+            z = float(case.attrs.get("beta", 1.0)) * x.scale[0] * (q - q.max(axis=1, keepdims=True))
+            p["exp_sum_log2"] = _log2(float(np.exp(z).sum(axis=1).max()))
+    elif op in ("MEAN", "SUM"):
+        axes = {int(a) % len(x.shape) for a in np.asarray(case.inputs[1].data).ravel()}
+        p.update(reduce_n=math.prod(x.shape[a] for a in axes), all_axes=len(axes) == len(x.shape),
+                 keep_dims=bool(case.attrs.get("keep_dims")))
+    elif op in ("PAD", "PADV2"):
+        pads = np.asarray(case.inputs[1].data).reshape(-1, 2)
+        p.update(pad_end_last=bool(pads[-1, 1] > 0), pad_end_outer=bool((pads[:-1, 1] > 0).any()))
+    elif op in ("GATHER", "CONCATENATION"):
+        p["axis_last"] = int(case.attrs.get("axis", 0)) % len(x.shape) == len(x.shape) - 1
+        p["n_inputs"] = len(case.inputs)
+        if op == "GATHER":
+            p.update(idx_rank=len(case.inputs[1].shape), batch_dims=int(case.attrs.get("batch_dims", 0)))
+    elif case.spec == "onnx-qdq":
+        q = case.outputs[0] if op == "QuantizeLinear" else x
+        p["dtype"] = q.dtype
+        p["granularity"] = "blocked" if q.scale_shape else "per-axis" if len(q.scale) > 1 else "per-tensor"
+    if x.quantized and o.quantized and "out_mult_log2" not in p and op not in CONV:
+        p["out_mult_log2"] = _log2(x.scale[0] / o.scale[0])
+    return p
+
+
+def _conv_params(case: Case) -> dict:
+    x = _main_input(case)
+    if case.op == "BATCH_MATMUL":
+        w, scales = case.inputs[1], [case.inputs[1].scale[0]]
+    else:
+        w = case.inputs[1]
+        scales = list(w.scale)
+    mult = np.asarray(scales, np.float64) * x.scale[0] / case.outputs[0].scale[0]
+    acc = _accumulators(case)
+    bias = next((t for t in case.inputs[2:] if t.dtype == "int32" and t.quantized and t.data is not None), None)
+    if bias is not None and case.op != "BATCH_MATMUL":
+        acc = acc + np.asarray(bias.data, np.int64)
+    peak = float(np.abs(acc).max()) if acc.size else 0.0
+    k = {"CONV_2D": lambda: math.prod(w.shape[1:]), "DEPTHWISE_CONV_2D": lambda: math.prod(w.shape[1:3]),
+         "FULLY_CONNECTED": lambda: w.shape[1], "TRANSPOSE_CONV": lambda: math.prod(w.shape[1:]),
+         "BATCH_MATMUL": lambda: x.shape[-2] if case.attrs.get("adj_x") else x.shape[-1]}[case.op]()
+    return {"w_dtype": w.dtype, "mult_min_log2": _log2(float(mult.min())), "mult_max_log2": _log2(float(mult.max())),
+            "w_spread_log2": _log2(max(scales) / min(scales)), "per_axis": len(scales) > 1,
+            "bias": bias is not None, "acc_log2": _log2(peak), "k": int(k)}
+
+
+def _accumulators(case: Case) -> np.ndarray:
+    """The op's int64 accumulators without bias, channels last (the golden's own functions)."""
+    op, a = case.op, case.attrs
+    x = _main_input(case)
+    xd, z = np.asarray(x.data), int(x.zero_point[0])
+    if op == "BATCH_MATMUL":
+        b = case.inputs[1]
+        am = np.swapaxes(xd, -1, -2) if a.get("adj_x") else xd
+        bm = np.swapaxes(np.asarray(b.data), -1, -2) if a.get("adj_y") else np.asarray(b.data)
+        return batch_matmul_acc(am, z, bm, int(b.zero_point[0]))
+    w = np.asarray(case.inputs[1].data)
+    if op == "FULLY_CONNECTED":
+        return fc_acc(xd.reshape(-1, w.shape[1]), z, w)
+    oh, ow = case.outputs[0].shape[1:3]
+    if op == "TRANSPOSE_CONV":
+        stride = (int(a["stride_h"]), int(a["stride_w"]))
+        h, wd = x.shape[1:3]
+        pads = (pad_before(oh, w.shape[1], stride[0], 1, h), pad_before(ow, w.shape[2], stride[1], 1, wd))
+        return transpose_conv_acc(xd, z, w, stride, pads, (oh, ow))
+    stride = (int(a["stride_h"]), int(a["stride_w"]))
+    dil = (int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1)))
+    h, wd = x.shape[1:3]
+    kh, kw = w.shape[1:3]
+    pads = (pad_before(h, kh, stride[0], dil[0], out_size(h, kh, stride[0], dil[0], a["padding"])),
+            pad_before(wd, kw, stride[1], dil[1], out_size(wd, kw, stride[1], dil[1], a["padding"])))
+    if op == "CONV_2D":
+        return conv_acc(xd, z, w, stride, dil, pads, (oh, ow), x.shape[3] // w.shape[3])
+    return depthwise_acc(xd, z, w, int(a.get("depth_multiplier", 1)), stride, dil, pads, (oh, ow))
+
+
+# ----------------------------------------------------------------------------- regions
+
+def _band(v) -> str:
+    """An octave count in a band: "<-24", "-24..-12", "-12..-4", "-4..0", "0..4", "4..12", ">=12"."""
+    if v is None:
+        return "-"
+    edges = (-24, -12, -4, 0, 4, 12)
+    if v < edges[0]:
+        return f"<{edges[0]}"
+    for lo, hi in zip(edges, edges[1:]):
+        if lo <= v < hi:
+            return f"{lo}..{hi}"
+    return f">={edges[-1]}"
+
+
+def _size(v) -> str:
+    return "-" if v is None else "1" if v <= 1 else "<=16" if v <= 16 else "<=256" if v <= 256 else ">256"
+
+
+def _region_keys(op: str) -> list[tuple[str, object]]:
+    """(param, bucket function or None) of the region of ``op``."""
+    if op in ("ADD", "SUB", "MUL"):
+        return [("table", None), ("dtype", None), ("out_mult_log2", _band), ("broadcast", None)]
+    if op in COMPARISONS:
+        return [("min_scale_log2", lambda v: v < -8), ("same_scale", None), ("broadcast", None)]
+    if op in ("MAXIMUM", "MINIMUM"):
+        return [("rank", None), ("broadcast", None)]
+    if op in CONV:
+        return [("table", None), ("dtype", None), ("mult_max_log2", _band), ("mult_min_log2", _band),
+                ("acc_log2", lambda v: v >= 30), ("per_axis", None), ("bias", None)]
+    if op in ("SOFTMAX", "LOG_SOFTMAX", "L2_NORMALIZATION"):
+        return [("table", None), ("dtype", None), ("depth", _size), ("exp_sum_log2", lambda v: v >= 9),
+                ("s_in_log2", _band)]
+    if op in ("MEAN", "SUM"):
+        return [("out_mult_log2", _band), ("all_axes", None), ("reduce_n", _size)]
+    if op in ("PAD", "PADV2"):
+        return [("rank", None), ("zp_in", lambda v: v < 0), ("pad_end_last", None), ("pad_end_outer", None)]
+    if op in ("GATHER", "CONCATENATION"):
+        return [("rank", None), ("axis_last", None), ("idx_rank", None), ("act", None)]
+    if op in ("QuantizeLinear", "DequantizeLinear"):
+        return [("dtype", None), ("granularity", None)]
+    if op in ("LOGISTIC", "TANH", "DEQUANTIZE"):
+        return [("s_in_log2", _band)]
+    if op in ("RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH", "QUANTIZE"):
+        return [("dtype", None), ("out_mult_log2", _band)]
+    return [("table", None), ("rank", None), ("act", None)]
+
+
+def case_region(case: Case, p: dict) -> dict:
+    """The bucketed params that group failures of ``case``'s op (a dict, in a fixed order)."""
+    out = {}
+    for key, bucket in _region_keys(case.op):
+        v = p.get(key)
+        out[key] = v if bucket is None or v is None else bucket(v)
+    return out

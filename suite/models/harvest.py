@@ -1,0 +1,154 @@
+"""Harvest: a model file -> a Graph whose case layers carry the data of one inference.
+
+``harvest_model(path)`` reads a .tflite or QDQ .onnx model (suite/models/tflite.py, onnx.py),
+makes the graph inputs (given ones, e.g. the first sample of a calibration .npz, else seeded data
+over the input's real range), runs the graph golden (reference/graph.py) on them, and puts each
+layer's input tensors into its case. ``write_cases`` writes one case file per layer (with a
+``source``: the model's name and SHA-256, the node, the layer index) and ``coverage.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from reference.graph import layer_golden, with_inputs
+from suite.core.dtypes import DTYPES
+from suite.core.errors import QconformError
+from suite.core.graph import CASE, Graph
+
+from . import onnx as onnx_harvest
+from . import tflite as tflite_harvest
+
+COVERAGE = "coverage.md"   # (not *.json: --case-file DIR reads every *.json)
+
+
+def harvest_model(path: str | Path, inputs: str | Path | None = None, seed: int = 0, scheme=None) -> Graph:
+    path = str(path)
+    if not Path(path).is_file():
+        raise QconformError("no such model file", source=path, field="--model")
+    if path.endswith(".tflite"):
+        graph = tflite_harvest.harvest(path)
+    elif path.endswith(".onnx"):
+        graph = onnx_harvest.harvest(path)
+    else:
+        raise QconformError("is neither a .tflite nor an .onnx model", source=path, field="--model",
+                            rule="model files end in .tflite or .onnx")
+    fill(graph, model_feeds(graph, inputs, seed), scheme)
+    return graph
+
+
+def model_feeds(graph: Graph, inputs: str | Path | None, seed: int) -> dict[str, np.ndarray]:
+    """The graph inputs (graph layout): from an .npz keyed by the model's input names (arrays in
+    the model's layout; a leading calibration-sample axis takes its first sample), else seeded:
+    uniform over the codes (a quantized input) or over the real range its first quantization
+    covers (a float input)."""
+    given = {}
+    if inputs is not None:
+        try:
+            with np.load(inputs) as z:
+                given = {k: z[k] for k in z.files}
+        except Exception as e:  # noqa: BLE001 (np.load's many errors: one error naming the file)
+            raise QconformError(f"cannot read the inputs: {type(e).__name__}: {e}", source=str(inputs),
+                                field="--inputs", rule="an .npz of the model's inputs") from None
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for name in graph.inputs:
+        spec = graph.specs[name]
+        model_name = graph.model_inputs.get(name, name)
+        perm = graph.layout.get(name)
+        if model_name in given:
+            arr = np.asarray(given[model_name])
+            want = len(spec.shape)
+            if arr.ndim == want + 1:
+                arr = arr[0]
+            if perm is not None:
+                arr = arr.transpose(perm)
+            if tuple(arr.shape) != tuple(spec.shape):
+                raise QconformError(f"input {model_name!r} has shape {list(arr.shape)} (graph layout), the model "
+                                    f"{list(spec.shape)}", source=str(inputs), field=model_name, rule="input shapes")
+            feeds[name] = arr.astype(DTYPES[spec.dtype].storage)
+        elif spec.dtype == "float32":
+            lo, hi = _real_range(graph, name)
+            feeds[name] = rng.uniform(lo, hi, spec.shape).astype(np.float32)
+        else:
+            info = DTYPES[spec.dtype]
+            feeds[name] = rng.integers(info.qmin, info.qmax + 1, spec.shape).astype(info.storage)
+    missing = set(given) - {graph.model_inputs.get(n, n) for n in graph.inputs}
+    if missing:
+        raise QconformError(f"names no model input: {', '.join(sorted(missing))} (inputs: "
+                            f"{', '.join(graph.model_inputs.get(n, n) for n in graph.inputs)})",
+                            source=str(inputs), field="--inputs", rule="keys are the model's input names")
+    return feeds
+
+
+def _real_range(graph: Graph, name: str) -> tuple[float, float]:
+    for ly in graph.layers:
+        if name in ly.inputs and ly.case is not None and ly.case.outputs[0].quantized:
+            o = ly.case.outputs[0]
+            info = DTYPES[o.dtype]
+            s, z = o.scale[0], o.zero_point[0]
+            return (info.qmin - z) * s, (info.qmax - z) * s
+    return -1.0, 1.0
+
+
+def fill(graph: Graph, feeds: dict[str, np.ndarray], scheme=None) -> dict[str, np.ndarray]:
+    """Run the graph golden on ``feeds`` and give every case layer its input data; a layer whose
+    input no layer computes (it comes from a layer not covered) is moved to ``not_covered``."""
+    env = {k: np.asarray(v) for k, v in feeds.items()}
+    kept = []
+    for ly in graph.layers:
+        missing = [t for t in ly.inputs if t is not None and t not in env]
+        if missing:
+            graph.not_covered.setdefault(ly.model_op or ly.op, []).append(
+                f"{ly.node}: its input {missing[0]} comes from a layer not covered")
+            continue
+        xs = [None if t is None else env[t] for t in ly.inputs]
+        if ly.kind == CASE:
+            ly.case = with_inputs(ly, xs)
+        env.update(zip(ly.outputs, layer_golden(ly, xs, scheme)))
+        kept.append(ly)
+    graph.layers = kept
+    return env
+
+
+def case_source(graph: Graph, ly) -> dict:
+    return {"model": graph.name, "sha256": graph.digest, "node": ly.node, "layer": ly.index,
+            "model_op": ly.model_op}
+
+
+def write_cases(graph: Graph, out: str | Path) -> list[Path]:
+    """One case file per case layer (``<case id>.json``, with its ``source``) and coverage.md."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ly in graph.layers:
+        if ly.kind != CASE:
+            continue
+        doc = {**ly.case.to_dict(), "source": case_source(graph, ly)}
+        p = out / f"{ly.case.id}.json"
+        tmp = p.with_name(p.name + ".tmp")
+        tmp.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
+        os.replace(tmp, p)
+        paths.append(p)
+    (out / COVERAGE).write_text(coverage_text(graph))
+    return paths
+
+
+def coverage_text(graph: Graph) -> str:
+    """What the harvest made of a model: cases per op, golden-only float layers, ops not covered."""
+    c = graph.coverage()
+    lines = [f"# {graph.name} (sha256 {graph.digest})", "",
+             (f"{c['cases']} layers harvested as cases, {sum(c['float_layers'].values())} float (QDQ) layers "
+              f"in the graph golden only, {sum(c['not_covered'].values())} not covered"), "",
+             "| op | layers | as |", "| --- | --- | --- |"]
+    lines += [f"| {op} | {n} | case |" for op, n in sorted(c["cases_by_op"].items())]
+    lines += [f"| {op} | {n} | float layer (dequantize, float32 op, quantize): golden only |"
+              for op, n in sorted(c["float_layers"].items())]
+    lines += [f"| {op} | {n} | not covered |" for op, n in sorted(c["not_covered"].items())]
+    for op, nodes in sorted(graph.not_covered.items()):
+        lines += ["", f"{op} not covered:"] + [f"- {n}" for n in nodes]
+    return "\n".join(lines) + "\n"

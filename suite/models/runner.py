@@ -1,0 +1,109 @@
+"""Run a whole model on one target and keep every intermediate tensor (one child process each).
+
+``python -m suite.models.runner MODEL TARGET JOB_DIR`` reads ``JOB_DIR/job.json`` (the tensors to
+keep, the target's options) and ``JOB_DIR/feeds.npz`` (the model's inputs, in its layout) and
+writes ``JOB_DIR/tensors.npz`` (``t<k>``: the k-th tensor of the job, in the model's layout).
+
+* ``tflite`` / ``tflite-ref``: LiteRT (the target's op resolver) on the model with every kept
+  tensor made a subgraph output. (``experimental_preserve_all_tensors`` keeps intermediates of
+  the builtin kernels only: under XNNPACK, the default path, the delegate computes them inside
+  itself, and 94 of 132 int8 tensors of the face detector read stale values; a subgraph output
+  is written by whatever kernel computes it.)
+* ``ort`` / ``htp``: ONNX Runtime (CPU, or QNN HTP without CPU fallback, as targets/ort.py and
+  targets/htp.py open their sessions) with every kept tensor added as a graph output.
+
+A crash or hang of the runtime is the child's, not the run's: :func:`run_model` reports it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from targets import get_target, tflite_model
+from targets.onnx_model import load_onnx
+
+from .tflite import read_model, tensor_keys
+
+ROOT = Path(__file__).resolve().parents[2]
+LITERT = ("tflite", "tflite-ref")
+ORT = ("ort", "htp")
+
+
+def can_run(fmt: str, target: str) -> bool:
+    return (fmt == "tflite" and target in LITERT) or (fmt == "onnx" and target in ORT)
+
+
+def run_model(path: str, target: str, feeds: dict[str, np.ndarray], tensors: list[str],
+              options: dict | None = None, timeout: float = 600.0) -> tuple[dict[str, np.ndarray] | None, str]:
+    """({tensor: array in the model's layout}, "") or (None, why it did not run: crash, timeout, error)."""
+    with tempfile.TemporaryDirectory(prefix="qconform-model-") as d:
+        job = Path(d)
+        np.savez(job / "feeds.npz", **feeds)
+        (job / "job.json").write_text(json.dumps({"tensors": tensors, "options": options or {}}))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        try:
+            p = subprocess.run([sys.executable, "-m", "suite.models.runner", str(path), target, str(job)],
+                               capture_output=True, text=True, timeout=timeout, env=env, check=False)
+        except subprocess.TimeoutExpired:
+            return None, f"timeout: the whole model ran over {timeout:g} s"
+        if p.returncode != 0:
+            tail = (p.stderr.strip().splitlines() or [""])[-1][:400]
+            kind = "crash" if p.returncode < 0 else "error"
+            return None, f"{kind} (exit status {p.returncode}): {tail}"
+        with np.load(job / "tensors.npz") as z:
+            return {name: z[f"t{k}"] for k, name in enumerate(tensors) if f"t{k}" in z.files}, ""
+
+
+def _litert(path: str, target: str, feeds: dict, tensors: list[str]) -> dict[str, np.ndarray]:
+    model, _ = read_model(path)
+    sg = model.subgraphs[0]
+    keys = tensor_keys(sg)
+    index = {k: i for i, k in enumerate(keys)}
+    keep = [index[t] for t in tensors if t in index]
+    sg.outputs = list(dict.fromkeys(list(sg.outputs) + [i for i in keep if i not in sg.inputs]))
+    model.signatureDefs = []
+    t = get_target(target)
+    it = t._interpreter(tflite_model.serialize(model))
+    for det in it.get_input_details():
+        it.set_tensor(det["index"], np.asarray(feeds[keys[det["index"]]]))
+    it.invoke()
+    out = {keys[d["index"]]: np.array(it.get_tensor(d["index"])) for d in it.get_output_details()}
+    out.update({keys[i]: np.asarray(feeds[keys[i]]) for i in sg.inputs})
+    return out
+
+
+def _ort(path: str, target: str, feeds: dict, tensors: list[str], options: dict) -> dict[str, np.ndarray]:
+    onnx = load_onnx()
+    m = onnx.load(path)
+    have = {o.name for o in m.graph.output}
+    for name in tensors:
+        if name not in have and name not in feeds:
+            m.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+    t = get_target(target, **options)
+    sess = t.create_session(m.SerializeToString())
+    names = [o.name for o in sess.get_outputs()]
+    return dict(zip(names, sess.run(names, feeds)))
+
+
+def main(argv: list[str]) -> int:
+    path, target, job = argv[0], argv[1], Path(argv[2])
+    spec = json.loads((job / "job.json").read_text())
+    with np.load(job / "feeds.npz") as z:
+        feeds = {k: z[k] for k in z.files}
+    if target in LITERT:
+        got = _litert(path, target, feeds, spec["tensors"])
+    else:
+        got = _ort(path, target, feeds, spec["tensors"], spec.get("options") or {})
+    np.savez(job / "tensors.npz", **{f"t{k}": got[n] for k, n in enumerate(spec["tensors"]) if n in got})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

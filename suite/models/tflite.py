@@ -1,0 +1,178 @@
+"""Harvest an int8 .tflite model (the LiteRT schema) into a :class:`suite.core.graph.Graph`.
+
+Every operator of subgraph 0 (LiteRT stores them in execution order) becomes a layer: a case of
+the ``litert-int8`` table when the table has the op and the case follows it (its tensors, options
+and constants as the model holds them), else a not-covered entry with the reason. Tensors keep
+the model's names (a name used twice gets ``#<index>``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from suite.core.case import Case, Tensor
+from suite.core.errors import QconformError
+from suite.core.graph import CASE, Graph, Layer, file_digest
+from suite.core.spec import check_case, rule, table
+from targets import tflite_model
+
+_DTYPES = {v: k for k, v in tflite_model.TENSOR_TYPES.items()}
+_NP = {"float32": np.float32, "int32": np.int32, "uint8": np.uint8, "int64": np.int64, "bool": np.bool_,
+       "int16": np.int16, "int8": np.int8, "uint16": np.uint16}
+
+
+def read_model(path: str):
+    """(ModelT, raw bytes) with every buffer's bytes inline (a model over 2 GB, or one written by
+    ai-edge-quantizer, keeps buffers after the flatbuffer at ``offset``)."""
+    S = tflite_model.schema()
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        m = S.ModelT.InitFromPackedBuf(raw, 0)
+    except Exception as e:  # noqa: BLE001 (a damaged flatbuffer raises anything: one error naming the file)
+        raise QconformError(f"not a LiteRT flatbuffer: {type(e).__name__}: {e}", source=path) from None
+    for b in m.buffers or []:
+        if b.offset and b.offset > 1:
+            b.data = np.frombuffer(raw[b.offset:b.offset + b.size], np.uint8)
+            b.offset = b.size = 0
+    return m, raw
+
+
+def op_name(S, model, op) -> str:
+    oc = model.operatorCodes[op.opcodeIndex]
+    code = max(oc.builtinCode, oc.deprecatedBuiltinCode)   # (schema: older models use the deprecated field)
+    names = {v: k for k, v in vars(S.BuiltinOperator).items() if not k.startswith("_")}
+    return names.get(code, f"builtin {code}")
+
+
+def tensor_keys(sg) -> list[str]:
+    names = [t.name.decode() if isinstance(t.name, bytes) else str(t.name) for t in sg.tensors]
+    seen: dict[str, int] = {}
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+    return [n if seen[n] == 1 else f"{n}#{i}" for i, n in enumerate(names)]
+
+
+def _tensor(S, model, t, with_data: bool) -> Tensor:
+    dt = _DTYPES.get(_enum_name(S.TensorType, t.type), "")
+    if dt not in _NP:
+        raise _Skip(f"tensor type {_enum_name(S.TensorType, t.type)}")
+    q = t.quantization
+    scale = zp = None
+    qdim = 0
+    if q is not None and q.scale is not None and len(q.scale):
+        scale = [float(np.float32(s)) for s in q.scale]
+        zp = [int(z) for z in q.zeroPoint]
+        qdim = int(q.quantizedDimension)
+    shape = tuple(int(d) for d in (t.shape if t.shape is not None else ()))
+    data = None
+    if with_data:
+        buf = model.buffers[t.buffer].data
+        data = np.frombuffer(bytes(buf), dtype=_NP[dt]).reshape(shape).copy()
+    return Tensor(dt, shape, data, scale, zp, qdim)
+
+
+class _Skip(Exception):
+    pass
+
+
+def _enum_name(enum, value) -> str:
+    return next((k for k, v in vars(enum).items() if v == value and not k.startswith("_")), str(value))
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _attrs(S, op_name_: str, op, allowed: tuple[str, ...]) -> dict:
+    opts = op.builtinOptions
+    out: dict = {}
+    if opts is None:
+        return out
+    for camel, value in vars(opts).items():
+        key = _snake(camel)
+        if key not in allowed:
+            continue
+        if key in tflite_model.ENUM_FIELDS:
+            value = _enum_name(getattr(S, tflite_model.ENUM_FIELDS[key]), value)
+            if key in ("output_type", "out_type"):
+                value = _DTYPES.get(value, value)
+        elif isinstance(value, (list, np.ndarray)):
+            value = [int(v) for v in value]
+        elif isinstance(value, (np.floating, float)):
+            value = float(value)
+        elif isinstance(value, (np.integer, bool)):
+            value = value if isinstance(value, bool) else int(value)
+        out[key] = value
+    return out
+
+
+def harvest(path: str, stem: str | None = None) -> Graph:
+    """The graph of an int8 .tflite model (runtime inputs of its cases hold zeros until
+    :func:`suite.models.harvest.fill` runs the graph golden)."""
+    S = tflite_model.schema()
+    model, _ = read_model(path)
+    sg = model.subgraphs[0]
+    keys = tensor_keys(sg)
+    stem = stem or _safe(path)
+    specs: dict[str, Tensor] = {}
+    for i, t in enumerate(sg.tensors):
+        try:
+            specs[keys[i]] = _tensor(S, model, t, with_data=False)
+        except _Skip:
+            pass
+    litert = table("litert-int8").ops
+    layers: list[Layer] = []
+    not_covered: dict[str, list[str]] = {}
+    for k, op in enumerate(sg.operators):
+        name = op_name(S, model, op)
+        node = f"op{k}:{name}"
+
+        def skip(why: str, name=name, node=node) -> None:
+            not_covered.setdefault(name, []).append(f"{node}: {why}")
+
+        if name not in litert:
+            skip("not in the litert-int8 spec table")
+            continue
+        inputs, names = [], []
+        try:
+            ins = list(op.inputs)
+            while ins and ins[-1] < 0:   # an absent optional input at the end
+                ins.pop()
+            for i, ti in enumerate(ins):
+                if ti < 0:
+                    raise _Skip(f"input {i} is absent in the middle of the inputs")
+                t = sg.tensors[ti]
+                const = model.buffers[t.buffer].data is not None and len(model.buffers[t.buffer].data) > 0
+                tensor = _tensor(S, model, t, with_data=const)
+                if not const:
+                    tensor.data = np.zeros(tensor.shape, _NP[tensor.dtype])
+                r = rule(name).input_rule(i)
+                if r is not None and bool(r.const) != const:
+                    tensor.const = const
+                inputs.append(tensor)
+                names.append(None if const else keys[ti])
+            outputs = [_tensor(S, model, sg.tensors[o], with_data=False) for o in op.outputs]
+        except _Skip as e:
+            skip(str(e))
+            continue
+        case = Case(op=name, inputs=inputs, outputs=outputs, attrs=_attrs(S, name, op, litert[name].attrs),
+                    id=f"{stem}.L{k:03d}.{name}"[:128], variant="model", index=k,
+                    clause=f"litert-int8/{name}", description=f"{stem} operator {k} ({name})")
+        bad = check_case(case)
+        if bad:
+            skip(f"breaks its spec table: {bad[0]}")
+            continue
+        layers.append(Layer(index=k, node=node, op=name, kind=CASE, inputs=names,
+                            outputs=[keys[o] for o in op.outputs], case=case, model_op=name))
+    return Graph(name=path.rsplit("/", 1)[-1], digest=file_digest(path), format="tflite",
+                 inputs=[keys[i] for i in sg.inputs], outputs=[keys[o] for o in sg.outputs], specs=specs,
+                 layers=layers, not_covered=not_covered, path=str(path),
+                 model_inputs={keys[i]: keys[i] for i in sg.inputs})
+
+
+def _safe(path: str) -> str:
+    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return re.sub(r"[^A-Za-z0-9._~+-]", "_", stem).lstrip(".")[:60] or "model"

