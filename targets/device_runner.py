@@ -50,6 +50,11 @@ class Unsupported(Exception):
     pass
 
 
+class NoHardware(Exception):
+    """The runtime is installed and set up, but this device has none of its hardware (e.g. no HTP):
+    every case of the batch is unsupported, with this reason."""
+
+
 # ----------------------------------------------------------------------------- runtime modules
 
 # A device has one of the runtimes (or none): each is imported here, only when asked for.
@@ -243,9 +248,13 @@ class QnnRuntime(OrtRuntime):
             except Exception as e:
                 if "already" not in str(e).lower():
                     raise
-            self.devices = [d for d in self.ort.get_ep_devices() if d.ep_name == "QNNExecutionProvider"]
+            listed = self.ort.get_ep_devices()
+            self.devices = [d for d in listed if d.ep_name == "QNNExecutionProvider"]
             if not self.devices:
-                raise RuntimeError("QNN execution provider registered but reports no device")
+                seen = ", ".join(f"{d.ep_name} ({getattr(d.device.type, 'name', d.device.type)})" for d in listed)
+                raise NoHardware(f"onnxruntime-qnn registered QNNExecutionProvider, but onnxruntime lists no QNN device "
+                                 f"on this {platform.machine()} device (its devices: {seen or 'none'}): no HTP here, "
+                                 f"and this build of onnxruntime-qnn has no HTP simulator for it")
 
     def session(self, path):
         so = self.session_options()
@@ -403,6 +412,8 @@ def probe(runtimes):
         facts["runtimes"][runtime] = {k: v for k, v in device_facts(runtime, {}).items() if k not in facts}
         try:
             RUNTIMES[runtime]({})
+        except NoHardware as e:   # set up, no hardware: its cases will be unsupported, not a broken device
+            facts["runtimes"][runtime]["no_hardware"] = str(e)
         except KeyError:
             errors[runtime] = "not a runtime of this device runner"
         except Exception as e:
@@ -423,8 +434,11 @@ def run_batch(manifest_path):
     os.makedirs(out_dir, exist_ok=True)
     runtime, options = m["runtime"], m.get("options", {})
     write_json(os.path.join(out_dir, "device.json"), device_facts(runtime, options))
+    unsupported = None
     try:
         rt = RUNTIMES[runtime](options)
+    except NoHardware as e:
+        rt, unsupported = None, str(e)
     except Exception as e:
         # the runtime itself is missing or broken: every case is an error, said once per case
         reason = f"runtime {runtime} unavailable on the device: {type(e).__name__}: {_short(e)}"
@@ -442,8 +456,8 @@ def run_batch(manifest_path):
         with open(os.path.join(out_dir, case["tag"] + ".started"), "w"):
             pass
         if rt is None:
-            rec = {"tag": case["tag"], "id": case.get("id"), "status": "error", "reason": reason,
-                   "latency_us": [], "outputs": []}
+            rec = {"tag": case["tag"], "id": case.get("id"), "status": "unsupported" if unsupported else "error",
+                   "reason": unsupported or reason, "latency_us": [], "outputs": []}
         else:
             rec = run_case(rt, case, ws, out_dir, int(m.get("warmup", 1)), int(m.get("repeats", 5)))
         write_json(os.path.join(out_dir, case["tag"] + ".json"), rec)

@@ -311,9 +311,10 @@ class RemoteTarget(Target):
     def read_facts(self, out: Path) -> dict[str, Any] | None:
         f = out / "device.json"
         try:
-            return json.loads(f.read_text()) if f.exists() else None
+            facts = json.loads(f.read_text()) if f.exists() else None
         except ValueError:
             return None
+        return {**facts, **self.transport.facts()} if isinstance(facts, dict) else None
 
     def collect(self, p: _Prepared, out: Path) -> Outcome:
         return self._outcome(p, json.loads((out / f"{p.tag}.json").read_text()), out)
@@ -636,6 +637,7 @@ def probe_device(targets: Sequence["RemoteTarget"], budget: float = PROBE_BUDGET
                          f"pip install {RUNTIME_PACKAGES.get(rt, rt)} for that python")
         raise fail("; ".join(needs) + "; or name a python that has it with ?python=/path/to/python3")
     per_runtime = facts.pop("runtimes", None) or {}
+    facts.update(t.facts())   # what the device cannot tell itself (an emulator: emulated, its CPU)
     for tg in targets:
         tg._probed = True
         rt = tg.probe_runtime()

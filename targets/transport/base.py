@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl
 
 from suite.core.errors import QconformError
 
-KINDS = ("local", "ssh", "adb")
+KINDS = ("local", "ssh", "adb", "qemu")
 
 #: bounds of the numeric settings (seconds, attempts): a value outside is a usage error at start
 TIMEOUT_MAX_S = 86400.0
@@ -31,6 +31,14 @@ _WHOLE = re.compile(r"[0-9]+", re.ASCII)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _USER = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.$-]*", re.ASCII)
 _HOST = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*|\[[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?\]", re.ASCII)
+#: a QEMU CPU model, optionally with properties (``neoverse-n1``, ``max,sve=off``)
+_QEMU_CPU = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(,[A-Za-z0-9_-]+=[A-Za-z0-9_.-]+)*", re.ASCII)
+
+#: the emulated board of ``qemu:`` (scripts/setup-arm64.sh builds it): rootfs/, qemu-aarch64-static,
+#: site-packages/; ``qemu:`` without a ROOTFS names this board's rootfs
+ARM64_BOARD = os.environ.get("QCONFORM_ARM64_DIR") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "qconform", "arm64")
+QEMU_CPU_DEFAULT = "neoverse-n1"
 
 
 class _Bad(ValueError):
@@ -80,6 +88,20 @@ def _port(text: str) -> int:
     return int(_number(text, 1, 65535, whole=True))
 
 
+def _host_dir(text: str) -> str:
+    _text(text)
+    path = os.path.abspath(os.path.expanduser(text))
+    if not os.path.isdir(path):
+        raise _Bad(f"names no folder on this host ({path})")
+    return path
+
+
+def _qemu_cpu(text: str) -> str:
+    if not _QEMU_CPU.fullmatch(text):
+        raise _Bad("is not a QEMU CPU model (e.g. neoverse-n1, cortex-a76, max,sve=off)")
+    return text
+
+
 def _adb_socket(text: str) -> str:
     scheme, _, rest = _text(text).partition(":")
     if scheme == "tcp":
@@ -112,6 +134,9 @@ SETTINGS: dict[str, tuple[tuple[str, ...], Callable[[str], Any], str]] = {
                         f"whole seconds from 1 to {CONNECT_TIMEOUT_MAX_S}"),
     "adb": (("adb",), _text, "the adb client, not empty"),
     "server": (("adb",), _adb_socket, "tcp:[HOST:]PORT or localfilesystem:PATH"),
+    "qemu": (("qemu",), _host_file, "the qemu-aarch64 binary, a file on this host (QEMU >= 8)"),
+    "cpu": (("qemu",), _qemu_cpu, "a QEMU CPU model, e.g. neoverse-n1 or cortex-a76"),
+    "site_packages": (("qemu",), _host_dir, "the folder of the board's Python packages, on this host"),
 }
 
 #: settings every device string may carry, and those of one kind
@@ -143,7 +168,8 @@ class DeviceSpec:
     """A parsed and checked ``--device`` value (:func:`parse_device`)."""
 
     kind: str
-    address: str                      # '' for local, [user@]host[:port] for ssh, serial for adb
+    address: str                      # '' or a folder for local, [user@]host[:port] for ssh, serial for adb,
+                                      # the root file system for qemu
     options: dict[str, str] = field(default_factory=dict)     # the settings as written
     text: str = ""
     values: dict[str, Any] = field(default_factory=dict)      # the settings, typed and checked
@@ -215,7 +241,7 @@ def parse_device(text: str) -> DeviceSpec:
     kind = kind.strip().lower()
     if kind not in KINDS:
         raise QconformError(f"unknown device kind '{_oneline(kind)}' in '{_oneline(raw)}' (known: "
-                            f"{', '.join(KINDS)}; e.g. ssh:user@host, adb:SERIAL, local)", field="--device",
+                            f"{', '.join(KINDS)}; e.g. ssh:user@host, adb:SERIAL, local, qemu:ROOTFS)", field="--device",
                             rule="kind:address")
     options: dict[str, str] = {}
     values: dict[str, Any] = {}
@@ -255,7 +281,33 @@ def parse_device(text: str) -> DeviceSpec:
             spec.port = values["port"]
     if kind == "adb" and (address.startswith("-") or any(ch.isspace() for ch in address)):
         raise _fail(raw, f"adb serial '{address}' must not start with '-' or hold spaces", "an adb serial")
+    if kind == "qemu":
+        _qemu_board(raw, spec)
     return spec
+
+
+def _qemu_board(raw: str, spec: DeviceSpec) -> None:
+    """``qemu:[ROOTFS]``: the root file system, its Python, the QEMU binary and the packages folder
+    must be there (defaults: the board of scripts/setup-arm64.sh); the first missing one is the error."""
+    build = "build the board with `bash scripts/setup-arm64.sh`, or name it"
+    rootfs = os.path.abspath(os.path.expanduser(spec.address or os.path.join(ARM64_BOARD, "rootfs")))
+    board = os.path.dirname(rootfs)
+    if not os.path.isdir(rootfs):
+        raise _fail(raw, f"no root file system at {rootfs}: {build} (qemu:ROOTFS)", "qemu:ROOTFS, an aarch64 root "
+                    "file system on this host")
+    python = spec.get("python") or "/usr/bin/python3"
+    if not os.path.isfile(os.path.join(rootfs, python.lstrip("/"))):
+        raise _fail(raw, f"the root file system {rootfs} has no {python}", "python: a path inside ROOTFS")
+    qemu = spec.get("qemu") or os.path.join(board, "qemu-aarch64-static")
+    if not os.path.isfile(qemu):
+        raise _fail(raw, f"no QEMU binary at {qemu}: {build} (?qemu=/path/to/qemu-aarch64-static)",
+                    "qemu: the qemu-aarch64 binary, a file on this host (QEMU >= 8)")
+    site = spec.get("site_packages") or os.path.join(board, "site-packages")
+    if not os.path.isdir(site):
+        raise _fail(raw, f"no packages folder at {site}: {build} (?site_packages=/path/to/folder)",
+                    "site_packages: the folder of the board's Python packages, on this host")
+    spec.values.update(rootfs=rootfs, qemu=qemu, site_packages=site, cpu=spec.get("cpu") or QEMU_CPU_DEFAULT,
+                       python=python)
 
 
 def parse_device_list(values: Sequence[str] | None) -> list[DeviceSpec]:
@@ -351,6 +403,10 @@ class Transport:
 
     def available(self) -> tuple[bool, str]:
         return True, self.kind
+
+    def facts(self) -> dict[str, Any]:
+        """Device facts the transport knows and the device cannot tell (an emulator's own)."""
+        return {}
 
     # ---- the four verbs (``timeout``: seconds on the host's clock; None: the transport's default)
     def push(self, local_dir: Path, remote_dir: str, timeout: float | None = None) -> None:

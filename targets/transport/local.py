@@ -39,7 +39,7 @@ class LocalTransport(Transport):
     def run(self, argv: Sequence[str], timeout: float, env: dict[str, str] | None = None,
             cwd: str | None = None, grace: float = 15.0) -> CommandResult:
         self.round_trips += 1
-        full_env = dict(os.environ)
+        full_env = self.environ()
         full_env.update(env or {})
         t0 = time.perf_counter()
         try:
@@ -56,6 +56,10 @@ class LocalTransport(Transport):
             out, err = p.communicate()
             return CommandResult(None, out.decode(errors="replace"), err.decode(errors="replace"), True,
                                  time.perf_counter() - t0)
+
+    def environ(self) -> dict[str, str]:
+        """The environment of a command run on the device: this process's."""
+        return dict(os.environ)
 
     def pull(self, remote_dir: str, local_dir: Path) -> None:
         self.round_trips += 1

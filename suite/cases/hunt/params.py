@@ -39,7 +39,7 @@ PARAMS = {
     "out_mult_log2": "log2 of the output multiplier: ADD/SUB 2 max(s1, s2) / (2^20 s_out) (LiteRT's), "
                      "MUL s1 s2 / s_out, one-input ops s_in / s_out",
     "in_ratio_log2": "log2(s_input1 / s_input0)",
-    "min_scale_log2": "log2 of the smaller input scale",
+    "min_scale_log2": "log2 of the smaller input scale", "max_scale_log2": "log2 of the larger input scale",
     "same_scale": "both inputs have one scale",
     "reduce_n": "elements reduced into each output", "all_axes": "every axis reduced", "keep_dims": "keep_dims",
     "depth": "length of the last axis (softmax, L2 normalization)",
@@ -59,7 +59,7 @@ CONV = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "BA
 
 
 def _log2(x: float) -> float:
-    return round(math.log2(x), 3) if x > 0 else -math.inf
+    return math.log2(x) if x > 0 else -math.inf
 
 
 def _main_input(case: Case):
@@ -79,7 +79,7 @@ def case_params(case: Case) -> dict:
         a, b = case.inputs[0], case.inputs[1]
         sa, sb = a.scale[0], b.scale[0]
         p.update(broadcast=tuple(a.shape) != tuple(b.shape), in_ratio_log2=_log2(sb / sa),
-                 min_scale_log2=_log2(min(sa, sb)), same_scale=sa == sb)
+                 min_scale_log2=_log2(min(sa, sb)), max_scale_log2=_log2(max(sa, sb)), same_scale=sa == sb)
         if op in ("ADD", "SUB"):
             p["out_mult_log2"] = _log2(2 * max(sa, sb) / (2 ** 20 * o.scale[0]))
         elif op == "MUL":
@@ -166,56 +166,45 @@ def _accumulators(case: Case) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- regions
 
-def _band(v) -> str:
-    """An octave count in a band: "<-24", "-24..-12", "-12..-4", "-4..0", "0..4", "4..12", ">=12"."""
-    if v is None:
-        return "-"
-    edges = (-24, -12, -4, 0, 4, 12)
-    if v < edges[0]:
-        return f"<{edges[0]}"
-    for lo, hi in zip(edges, edges[1:]):
-        if lo <= v < hi:
-            return f"{lo}..{hi}"
-    return f">={edges[-1]}"
+def _mult(v) -> str:
+    """A multiplier (log2) in one of three bands: below 2^-24, up to 1, above 1."""
+    return "<2^-24" if v < -24 else "<=1" if v <= 0 else ">1"
+
+
+def _scale(v) -> str:
+    return "<2^-12" if v < -12 else ">=2^4" if v >= 4 else "2^-12..2^4"
 
 
 def _size(v) -> str:
-    return "-" if v is None else "1" if v <= 1 else "<=16" if v <= 16 else "<=256" if v <= 256 else ">256"
+    return "<=16" if v <= 16 else "<=256" if v <= 256 else ">256"
 
 
-def _region_keys(op: str) -> list[tuple[str, object]]:
-    """(param, bucket function or None) of the region of ``op``."""
-    if op in ("ADD", "SUB", "MUL"):
-        return [("table", None), ("dtype", None), ("out_mult_log2", _band), ("broadcast", None)]
-    if op in COMPARISONS:
-        return [("min_scale_log2", lambda v: v < -8), ("same_scale", None), ("broadcast", None)]
-    if op in ("MAXIMUM", "MINIMUM"):
-        return [("rank", None), ("broadcast", None)]
-    if op in CONV:
-        return [("table", None), ("dtype", None), ("mult_max_log2", _band), ("mult_min_log2", _band),
-                ("acc_log2", lambda v: v >= 30), ("per_axis", None), ("bias", None)]
-    if op in ("SOFTMAX", "LOG_SOFTMAX", "L2_NORMALIZATION"):
-        return [("table", None), ("dtype", None), ("depth", _size), ("exp_sum_log2", lambda v: v >= 9),
-                ("s_in_log2", _band)]
-    if op in ("MEAN", "SUM"):
-        return [("out_mult_log2", _band), ("all_axes", None), ("reduce_n", _size)]
-    if op in ("PAD", "PADV2"):
-        return [("rank", None), ("zp_in", lambda v: v < 0), ("pad_end_last", None), ("pad_end_outer", None)]
-    if op in ("GATHER", "CONCATENATION"):
-        return [("rank", None), ("axis_last", None), ("idx_rank", None), ("act", None)]
-    if op in ("QuantizeLinear", "DequantizeLinear"):
-        return [("dtype", None), ("granularity", None)]
-    if op in ("LOGISTIC", "TANH", "DEQUANTIZE"):
-        return [("s_in_log2", _band)]
-    if op in ("RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH", "QUANTIZE"):
-        return [("dtype", None), ("out_mult_log2", _band)]
-    return [("table", None), ("rank", None), ("act", None)]
+#: the params that tell failures of an op apart, and how each is bucketed (None: as it is)
+_REGIONS: list[tuple[tuple[str, ...], list[tuple[str, object]]]] = [
+    (("ADD", "SUB", "MUL"), [("table", None), ("dtype", None), ("out_mult_log2", _mult), ("broadcast", None)]),
+    (COMPARISONS, [("min_scale_log2", lambda v: "<2^-8" if v < -8 else ">=2^-8"), ("same_scale", None)]),
+    (("MAXIMUM", "MINIMUM"), [("rank", lambda v: v > 4), ("broadcast", None)]),
+    (CONV, [("table", None), ("dtype", None), ("mult_max_log2", _mult), ("mult_min_log2", _mult),
+            ("acc_log2", lambda v: ">=2^30" if v >= 30 else "<2^30")]),
+    (("SOFTMAX", "LOG_SOFTMAX", "L2_NORMALIZATION"),
+     [("table", None), ("dtype", None), ("depth", _size), ("exp_sum_log2", lambda v: ">=512" if v >= 9 else "<512")]),
+    (("MEAN", "SUM"), [("out_mult_log2", _mult), ("all_axes", None)]),
+    (("PAD", "PADV2"), [("rank", lambda v: ">=3" if v >= 3 else "<3"), ("zp_in", lambda v: "<0" if v < 0 else ">=0"),
+                        ("pad_end_last", None), ("pad_end_outer", None)]),
+    (("GATHER",), [("rank", None), ("axis_last", None), ("idx_rank", None)]),
+    (("CONCATENATION",), [("axis_last", None), ("act", None)]),
+    (("QuantizeLinear", "DequantizeLinear"), [("dtype", None), ("granularity", None)]),
+    (("LOGISTIC", "TANH", "DEQUANTIZE"), [("s_in_log2", _scale)]),
+    (("RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH", "QUANTIZE"), [("dtype", None), ("out_mult_log2", _mult)]),
+]
+_DEFAULT_REGION = [("table", None), ("rank", lambda v: ">4" if v > 4 else "<=4")]
 
 
 def case_region(case: Case, p: dict) -> dict:
-    """The bucketed params that group failures of ``case``'s op (a dict, in a fixed order)."""
+    """The bucketed params that tell failures of ``case``'s op apart (a dict in a fixed order)."""
+    keys = next((k for ops, k in _REGIONS if case.op in ops), _DEFAULT_REGION)
     out = {}
-    for key, bucket in _region_keys(case.op):
+    for key, bucket in keys:
         v = p.get(key)
         out[key] = v if bucket is None or v is None else bucket(v)
     return out

@@ -1,0 +1,107 @@
+"""``qemu``: an emulated aarch64 board on this host (QEMU user mode), as a device.
+
+``qemu:ROOTFS`` (``qemu:`` alone: the board of scripts/setup-arm64.sh) runs the device's
+commands with the board's own aarch64 binaries, each under ``qemu-aarch64-static -cpu CPU -L
+ROOTFS``: the device runner's Python is ROOTFS's ``/usr/bin/python3`` with the aarch64 wheels
+(``site_packages``) on its path, so the runtimes under test are the real aarch64 builds of
+LiteRT and ONNX Runtime. No binfmt registration and no chroot: QEMU looks library and file
+paths up in ROOTFS first and falls back to this host's, so the workspaces are plain folders
+here (push, pull and cleanup are the local transport's). Everything else is the device path
+of any board: batches, the probe, timeouts, crashes, retries.
+
+The device is marked emulated in its facts (``emulated``, ``emulator``, ``emulated_cpu``): its
+latencies are QEMU's, not an ARM core's, and the reports keep them apart and out of latency
+comparisons. Settings: ``qemu`` (the binary, QEMU >= 8), ``cpu`` (default neoverse-n1),
+``site_packages``, and the common ones (``python`` is a path inside ROOTFS).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from typing import Any, Sequence
+
+from targets.transport.base import QEMU_CPU_DEFAULT, CommandResult, DeviceSpec
+from targets.transport.local import LocalTransport
+
+#: QEMU 7.2 (Debian 12) crashes onnxruntime at import (the host's /proc/cpuinfo shows through) and
+#: gives wrong XNNPACK int8 results with -cpu max; 8.1 emulates an aarch64 /proc/cpuinfo
+QEMU_MIN = (8, 1)
+_VERSION = re.compile(r"version (\d+)\.(\d+)(?:\.(\d+))?")
+_versions: dict[tuple[str, float], tuple[str, tuple[int, ...] | None]] = {}
+
+
+def qemu_version(binary: str) -> tuple[str, tuple[int, ...] | None]:
+    """(the first line of ``binary --version``, its version numbers or None), once per binary."""
+    try:
+        key = (binary, os.stat(binary).st_mtime)
+    except OSError as e:
+        return f"cannot run {binary}: {e.strerror}", None
+    if key not in _versions:
+        try:
+            out = subprocess.run([binary, "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                 timeout=20)
+            line = (out.stdout.strip().splitlines() or [out.stderr.strip()])[0]
+        except (OSError, subprocess.SubprocessError) as e:
+            return f"cannot run {binary}: {e}", None
+        m = _VERSION.search(line)
+        _versions[key] = (line, tuple(int(x) for x in m.groups() if x is not None) if m else None)
+    return _versions[key]
+
+
+class QemuTransport(LocalTransport):
+    kind = "qemu"
+
+    def __init__(self, spec: DeviceSpec):
+        super().__init__(spec)
+        self.default_root = tempfile.gettempdir()   # (the address is the root file system, not a workspace root)
+        self.default_python = "/usr/bin/python3"
+        self.rootfs = spec.get("rootfs")
+        self.qemu = spec.get("qemu")
+        self.site = spec.get("site_packages")
+        self.cpu = spec.get("cpu") or QEMU_CPU_DEFAULT
+
+    def available(self) -> tuple[bool, str]:
+        line, version = qemu_version(self.qemu)
+        if version is None:
+            return False, f"{self.qemu} is not a QEMU binary ({line})"
+        if version[:2] < QEMU_MIN:
+            return False, (f"{self.qemu} is {line}: QEMU older than {'.'.join(map(str, QEMU_MIN))} crashes onnxruntime "
+                           f"and miscomputes XNNPACK; scripts/setup-arm64.sh takes QEMU 10 from Debian 13")
+        return True, f"QEMU {'.'.join(map(str, version))} user mode, -cpu {self.cpu}"
+
+    def facts(self) -> dict[str, Any]:
+        line, version = qemu_version(self.qemu)
+        return {"emulated": "yes", "emulator": f"{line}, user mode", "emulated_cpu": self.cpu,
+                "soc": f"{self.cpu} (emulated by QEMU {'.'.join(map(str, version or ()))})"}
+
+    def guest_program(self, name: str) -> str | None:
+        """The host path of the board's program ``name`` (absolute: inside ROOTFS; else in its PATH)."""
+        if name.startswith("/"):
+            candidates = [name]
+        else:
+            candidates = [f"/usr/bin/{name}", f"/usr/sbin/{name}"]
+        for c in candidates:
+            path = os.path.join(self.rootfs, c.lstrip("/"))
+            if os.path.isfile(path):
+                return path
+        return None
+
+    def environ(self) -> dict[str, str]:
+        """This process's environment less what would make the board's Python read this host's
+        packages (PYTHONHOME, PYTHONPATH, the user site) or QEMU take other settings."""
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONHOME", "PYTHONPATH", "PYTHONSTARTUP", "VIRTUAL_ENV") and not k.startswith("QEMU_")}
+        env.update(PYTHONPATH=self.site, PYTHONNOUSERSITE="1")
+        return env
+
+    def run(self, argv: Sequence[str], timeout: float, env: dict[str, str] | None = None,
+            cwd: str | None = None, grace: float = 15.0) -> CommandResult:
+        program = self.guest_program(str(argv[0]))
+        if program is None:
+            self.round_trips += 1
+            return CommandResult(127, "", f"{argv[0]}: not found in the board's root file system {self.rootfs}")
+        return super().run([self.qemu, "-cpu", self.cpu, "-L", self.rootfs, program, *map(str, argv[1:])],
+                           timeout, env=env, cwd=cwd, grace=grace)
