@@ -36,6 +36,16 @@ def wrap_int32(x) -> np.ndarray:
     return ((x + 2**31) & 0xFFFFFFFF) - 2**31
 
 
+def saturating_left_shift(x, left) -> np.ndarray:
+    """int32 values times 2^left, saturated to int32: MultiplyByQuantizedMultiplier's left shift
+    as the spec computes it (the real product, clamped). LiteRT's C kernels multiply in int32,
+    which wraps (undefined behaviour; the finding litert-requant-left-shift-overflow); a value it
+    saturates is >= 2^31, and times a multiplier >= 1/2 still clamps any 8- or 16-bit output."""
+    x, left = as_i64(x), as_i64(left)
+    # |x| <= 2^31, so a shift of 31 already takes any x != 0 to |x| >= 2^31 without int64 overflow
+    return np.clip(x << np.minimum(left, 31), INT32_MIN, INT32_MAX)
+
+
 def round_half_away(x) -> np.ndarray:
     """std::round: to nearest, ties away from zero (float in, float out, same float type).
 
@@ -125,14 +135,14 @@ def rdbpot(x, exponent, half_up: bool = False) -> np.ndarray:
 def mbqm_double(x, m, shift, half_up: bool = False) -> np.ndarray:
     """MultiplyByQuantizedMultiplier, default build (two rounding steps).
 
-    RDBPOT(SRDHM(x * 2^max(shift, 0), m), max(-shift, 0)); the left shift is a
-    plain int32 multiply that wraps. ``half_up``: the final shift rounds ties toward +inf
+    RDBPOT(SRDHM(x * 2^max(shift, 0), m), max(-shift, 0)); the left shift saturates
+    (:func:`saturating_left_shift`). ``half_up``: the final shift rounds ties toward +inf
     (see :func:`rdbpot`); SRDHM already does (it is ARM's SQRDMULH).
     """
     x, m, shift = as_i64(x), as_i64(m), as_i64(shift)
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
-    return rdbpot(srdhm(wrap_int32(x << left), m), right, half_up)
+    return rdbpot(srdhm(saturating_left_shift(x, left), m), right, half_up)
 
 
 def mbqm_single(x, m, shift) -> np.ndarray:
@@ -162,7 +172,7 @@ def mbqm_greater_than_one(x, m, shift, single_rounding: bool = False) -> np.ndar
     """MultiplyByQuantizedMultiplierGreaterThanOne (double build: SRDHM(x * 2^shift, m))."""
     if single_rounding:
         return mbqm_single(x, m, shift)
-    return srdhm(wrap_int32(as_i64(x) << as_i64(shift)), m)
+    return srdhm(saturating_left_shift(x, shift), m)
 
 
 # ----------------------------------------------------------------- activations

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from reference import arith
+from reference.ops.conv import mbqm as conv_mbqm
 from suite.core.errors import QconformError
 
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
@@ -156,9 +157,14 @@ def test_mbqm_double_rounding_error_of_three_quarters():
     assert int(arith.mbqm_single(1, 2 ** 30, -1)) == 0
 
 
-def test_mbqm_left_shift_wraps_like_int32():
-    # shift > 0: x * 2^shift is a plain int32 multiply: 2^28 * 2^4 = 2^32 wraps to 0
-    assert int(arith.mbqm_double(2 ** 28, 2 ** 30, 4)) == 0
+def test_mbqm_left_shift_saturates_where_litert_wraps():
+    # shift > 0: LiteRT's int32 multiply wraps 2^28 * 2^4 = 2^32 to 0; the spec's product is
+    # 2^32 * 0.5 = 2^31, so the shift saturates: SRDHM(INT32_MAX, 2^30) = 2^30
+    assert int(arith.mbqm_double(2 ** 28, 2 ** 30, 4)) == 2 ** 30
+    assert int(arith.mbqm_double(-(2 ** 28), 2 ** 30, 4)) == -(2 ** 30)
+    assert int(arith.mbqm_double(-1, 2 ** 30, 40)) == -(2 ** 30)         # beyond int64's shift width
+    assert int(arith.mbqm_greater_than_one(2 ** 30, 2 ** 30, 3)) == 2 ** 30
+    assert int(conv_mbqm(np.array([2 ** 28]), 2 ** 30, 4)[0]) == 2 ** 30  # the conv golden's own copy
     # multiplier 1.0 = (2^30, 1): x -> 2x -> SRDHM(2x, 2^30) = x
     assert arith.mbqm_double(np.array([-7, 0, 99]), 2 ** 30, 1).tolist() == [-7, 0, 99]
 

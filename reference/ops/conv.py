@@ -388,7 +388,8 @@ def mbqm(x: np.ndarray, m, shift, single_rounding: bool = False, half_up: bool =
     """MultiplyByQuantizedMultiplier on int32-range int64 values, m >= 0: the same results as
     ``arith.mbqm`` (tests/test_golden_conv.py compares them) in fewer NumPy passes.
 
-    Double rounding: x' = int32(x * 2^left) (wraps); SaturatingRoundingDoublingHighMul(x', m) =
+    Double rounding: x' = x * 2^left saturated to int32 (arith.saturating_left_shift);
+    SaturatingRoundingDoublingHighMul(x', m) =
     floor((x' * m + 2^30) / 2^31) (nudge 2^30 or 1 - 2^30 then truncation is exactly "round half
     up"; it saturates only for m = INT32_MIN); RoundingDivideByPOT(q, right) = (q + 2^(right-1)
     - [q < 0 and right > 0]) >> right (round half away from zero; ``half_up``: without the
@@ -407,7 +408,7 @@ def mbqm(x: np.ndarray, m, shift, single_rounding: bool = False, half_up: bool =
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
     if left.any():
-        x = arith.wrap_int32(x << left)
+        x = arith.saturating_left_shift(x, left)
     q = x * m
     q += np.int64(1) << 30
     q >>= 31
@@ -422,13 +423,12 @@ def mbqm(x: np.ndarray, m, shift, single_rounding: bool = False, half_up: bool =
 def _requantize_double_round(acc: np.ndarray, real: np.ndarray, z_out: int, lo: int, hi: int) -> np.ndarray:
     """LiteRT reference FULLY_CONNECTED: (int32)std::round((double)acc * real) + z_out, clamped.
 
-    std::round ties away from zero. A product beyond int32 has no defined conversion in C;
-    x86-64's cvttsd2si returns INT32_MIN for it, which is what this returns (generated cases
-    stay in range).
+    std::round ties away from zero. A product beyond int32 has no defined conversion in C
+    (x86-64's cvttsd2si gives INT32_MIN: litert-requant-left-shift-overflow); the spec's real
+    product is clamped, so it saturates here.
     """
     v = arith.round_half_away(acc.astype(np.float64) * real)
-    bad = (v >= 2.0 ** 31) | (v < -(2.0 ** 31))
-    r = np.where(bad, arith.INT32_MIN, v).astype(np.int64)
+    r = np.clip(v, arith.INT32_MIN, arith.INT32_MAX).astype(np.int64)
     return np.clip(r + z_out, lo, hi)
 
 
@@ -569,7 +569,7 @@ def _fc_round_double(sums: np.ndarray, bias, real, z_out: int, lo: int, hi: int,
     """LiteRT's reference FULLY_CONNECTED requantization (:func:`_requantize_double_round`) in
     float64 straight from the exact sums (int64 or integer-valued floats), in a few in-place passes. The caller has proven
     |sums + bias| <= INT32_MAX (no int32 wrap) and |acc * real| < 2^31 - 1 for every value (so
-    none takes the out-of-range INT32_MIN branch: |v| <= fl(max|acc| * max|real|), rounding is
+    none is clamped to int32 there: |v| <= fl(max|acc| * max|real|), rounding is
     monotone). Then:
 
     * acc = sums + bias in float64 is exact, and v = acc * real is the kernel's double product;

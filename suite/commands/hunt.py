@@ -9,6 +9,7 @@ new failure (one no known finding explains) was found, 0 otherwise."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -16,7 +17,13 @@ from reference.schemes import DEFAULT_SCHEME, kernel_schemes
 from suite.cases.hunt import hunt_ops
 from suite.core.errors import QconformError
 from suite.harness.folder import write_whole
-from suite.harness.hunt import FINDINGS_ENV, Hunter, HuntOptions, findings_on, summary_doc
+from suite.harness.hunt import (
+    FINDINGS_ENV,
+    Hunter,
+    HuntOptions,
+    findings_on,
+    summary_doc,
+)
 from suite.harness.options import split_list
 from suite.harness.repro import JUDGED, repro_command
 from targets import get_target, target_name
@@ -75,6 +82,8 @@ def run(args) -> int:
                        tolerance_file=args.tolerance, include_known=args.include_known,
                        findings=findings_on(None if args.findings is None else args.findings == "on"),
                        max_examples=args.max_examples, shrink=not args.no_shrink, search=args.search)
+    # hunted cases are one-offs: no QNN context cache (suite/targets' cache_dir) unless asked for
+    os.environ.setdefault("QCONFORM_CACHE_DIR", "off")
     chosen = {}
     for sel in targets:
         t = get_target(sel)

@@ -69,7 +69,9 @@ def findings() -> tuple[Finding, ...]:
             raise QconformError("must be a table of param conditions, or a list of them", source=str(FILE),
                                 field=f"finding[{i}].where", rule="where = {param = value | [lo, hi] | [a, b, ...]}")
         out.append(Finding(id=r["id"], op=_tuple(r.get("op", "*")), target=_tuple(r.get("target", "*")),
-                           reason=r["reason"], variant=_tuple(r.get("variant", "*")),
+                           # a region (where) with no variant is the hunt's alone: "*" would make it
+                           # explain every generated failure of its ops, in the region or not
+                           reason=r["reason"], variant=_tuple(r.get("variant", "hunt-only" if where else "*")),
                            status=_tuple(r.get("status", "fail")), where=tuple(where)))
     return tuple(out)
 

@@ -1,28 +1,31 @@
 """The hunt: a differential search for the cases on which a target disagrees most with the golden.
 
 For one (op, target) and a budget in seconds, hypothesis draws cases from the op's space
-(suite/cases/hunt: every choice of the spec tables a draw), each is spec-checked (a case the table
-forbids is never run), run on the target in its worker process (a crash or hang costs that case:
-suite/harness/isolation.py) and judged by the run's own judge (suite/harness/judge.py: the same
-golden, scheme and tolerance). Each judged case reports scores to hypothesis's targeting
-(``hypothesis.target``): the severity (crash or timeout above error above a failure above a pass,
-then the error), max |error| in LSB and the share of elements off; hypothesis climbs from the best
-cases toward larger disagreement. The search runs in rounds (100 cases, then 200, 400, ...: each
-a hypothesis run with one targeting pass halfway, seeded from the seed, op, target and round) so
-any budget gets generation and targeting alike; a failure of a group found in an earlier round,
-or one a known finding explains, scores as a pass, so later rounds look for something else.
+(suite/cases/hunt: every choice the spec tables leave open is a draw); each is spec-checked (a
+case its table forbids is never run), run on the target in its worker process (a crash or hang
+costs that case: suite/harness/isolation.py) and judged by the run's own judge
+(suite/harness/judge.py: the same golden, scheme and tolerance). Each judged case reports scores
+to hypothesis's targeting (``hypothesis.target``): the severity (crash or timeout above error
+above a failure above a pass, then the error in LSB), max |error| in LSB and the share of elements
+off; hypothesis climbs from the best cases toward larger disagreement. The search runs in rounds
+(100 cases, then 200, 400, ...: each a hypothesis run seeded from the seed, op, target and round,
+with its targeting pass), so any budget gets both generation and targeting. Only a group's first
+hit scores as a failure (a known finding's never, unless ``include_known``): the search then
+climbs toward failures of another kind.
 
-Failures are grouped by status, cause (reports/causes.py's label of the worst element), best
-scheme and region (suite/cases/hunt/params.py); each group's smallest case is shrunk
-(suite/harness/shrink.py, for the ops it supports) in the budget's last part and written as a case
-file with a ``hunt`` section and the ``judged`` section a failure file has (so its printed repro
-command judges it as the hunt did). The same seed and budget give the same search on the same
-machine: hypothesis is seeded, its database off; only where the budget ends depends on speed
+Failures are grouped by status, kind (:func:`kind`), best scheme and region
+(suite/cases/hunt/params.py). A new group's first case is shrunk at once (suite/harness/shrink.py,
+for the ops it supports; at most SHRINK_RUNS runs and SHRINK_SHARE of the budget), a smaller later
+hit replaces it, and each group's case is written as a case file with a ``hunt`` section and the
+``judged`` section a failure file has (its printed repro judges it as the hunt did). The same seed
+gives the same search on the same machine (hypothesis seeded, its database off,
+:attr:`OpHunt.fingerprint` over the cases in order); only where the budget ends depends on speed
 (``max_examples`` ends it by count instead).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -43,7 +46,7 @@ from reference.schemes import DEFAULT_SCHEME
 from suite.cases.hunt import HypothesisDraw, RandomDraw, draw_case, params, region
 from suite.core.case import Case
 from suite.core.errors import QconformError
-from suite.core.findings import match
+from suite.core.findings import findings, match
 from suite.core.spec import check_case
 from suite.core.tolerance import DEFAULT_FILE, load_policy
 from suite.core.verdict import Status
@@ -132,14 +135,20 @@ class OpHunt:
     counts: dict = field(default_factory=dict)   # invalid, golden_refused, unsupported, cut, ...
     groups: list[Group] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)   # the space's own bugs (first few)
+    trace: object = field(default_factory=hashlib.sha256, repr=False)   # over the cases drawn, in order
+
+    @property
+    def fingerprint(self) -> str:
+        """The search's cases in order, hashed: the same seed gives the same one (up to where it ended)."""
+        return self.trace.hexdigest()[:16]
 
     @property
     def new(self) -> list[Group]:
         return [g for g in self.groups if not g.known]
 
     def summary(self) -> str:
-        head = (f"{self.op} on {self.target}: {self.examples} cases in {self.seconds:.1f} s ({self.rounds} round(s)), "
-                f"{len(self.groups)} distinct failure(s), {len(self.new)} new")
+        head = (f"{self.op} on {self.target}: {self.examples} cases in {self.seconds:.1f} s ({self.rounds} round(s), "
+                f"fingerprint {self.fingerprint}), {len(self.groups)} distinct failure(s), {len(self.new)} new")
         return "\n".join([head] + [f"  - {g.line()}" for g in self.groups])
 
 
@@ -207,6 +216,11 @@ class Hunter:
         self.judge.goldens = Goldens()   # (one case's goldens: a hunt never meets a case twice)
         with np.errstate(all="ignore"):  # (float schemes of the cause analysis overflow at extreme scales)
             v, _ = self.judge(case, self.name, o, self.ex.versions())
+        if v.finding is not None:   # the hunt matches findings itself, by the case's params (_record)
+            f = next(f for f in findings() if f.id == v.finding)
+            v.reason = v.reason.removeprefix(f"known finding {f.id}: {f.reason}; ")
+            v.row.update(reason=v.reason, finding=None)
+            v.finding = None
         return v, o
 
     # ---------------------------------------------------------------- the search
@@ -217,6 +231,8 @@ class Hunter:
         end = t0 + opts.budget
         groups: dict[tuple, Group] = {}
         counts = res.counts
+        # a random search has no hypothesis test to report scores to: nothing steers it
+        steer = hypothesis_target if opts.search != "random" else (lambda score, label: None)
 
         def one(d, refuse: Callable[[], None]) -> None:
             """Draw, check, run and judge one case; tell hypothesis how far it got."""
@@ -232,6 +248,7 @@ class Hunter:
                 if len(res.errors) < 3:
                     res.errors.append(f"{type(e).__name__}: {e}")
                 return refuse()
+            res.trace.update(case.digest().encode())
             if check_case(case):   # the spec forbids it: never run
                 counts["invalid"] = counts.get("invalid", 0) + 1
                 return refuse()
@@ -246,7 +263,7 @@ class Hunter:
                 return
             if v.status is Status.UNSUPPORTED:
                 counts["unsupported"] = counts.get("unsupported", 0) + 1
-                hypothesis_target(-1.0, label="severity")
+                steer(-1.0, label="severity")
                 return
             cmp = v.comparison
             lsb = float(cmp.max_abs_lsb) if cmp is not None and not cmp.garbage else 0.0
@@ -263,9 +280,9 @@ class Hunter:
             else:
                 counts["pass"] = counts.get("pass", 0) + 1
                 score = min(lsb, 1e4) + frac
-            hypothesis_target(score, label="severity")
-            hypothesis_target(math.log2(1.0 + lsb), label="max_abs_lsb")
-            hypothesis_target(frac, label="mismatch")
+            steer(score, label="severity")
+            steer(math.log2(1.0 + lsb), label="max_abs_lsb")
+            steer(frac, label="mismatch")
 
         while time.monotonic() < end and (opts.max_examples is None or res.examples < opts.max_examples):
             n = FIRST_ROUND << min(res.rounds, 12)
@@ -318,7 +335,7 @@ class Hunter:
             g.hits += 1
             if elements(case) >= elements(g.case):
                 return g
-            g.case, g.row = case, dict(v.row)
+            g.case, g.row, g.shrunk = case, dict(v.row), None   # a smaller case found as it is
         g.got = [np.asarray(x).ravel().tolist() for x in o.outputs] if status == "fail" and o.outputs else None
         return g
 
@@ -399,6 +416,7 @@ def summary_doc(hunts: list[OpHunt], opts: HuntOptions, versions: dict) -> dict:
     """hunt.json: the options and every (op, target)'s counts and groups."""
     return {"format": FORMAT, "options": {k: v for k, v in opts.__dict__.items()}, "versions": versions,
             "hunts": [{"op": h.op, "target": h.target, "examples": h.examples, "rounds": h.rounds,
+                       "fingerprint": h.fingerprint,
                        "seconds": round(h.seconds, 2), "search_s": round(h.search_s, 2), "counts": h.counts,
                        "space_errors": h.errors,
                        "groups": [{"file": g.file, "status": g.status, "cause": g.cause, "best_scheme": g.best_scheme,

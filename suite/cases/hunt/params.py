@@ -30,7 +30,7 @@ PARAMS = {
     "table": "the spec table of the case",
     "dtype": "input 0's dtype (the input activation's for TRANSPOSE_CONV; the quantized tensor's for ONNX Q/DQ)",
     "out_dtype": "output 0's dtype",
-    "rank": "input 0's rank",
+    "rank": "input 0's rank", "out_rank": "output 0's rank",
     "elements": "elements of output 0",
     "act": "the fused activation (NONE without one)",
     "zp_in": "input 0's zero point", "zp_out": "output 0's zero point",
@@ -48,6 +48,8 @@ PARAMS = {
     "w_spread_log2": "log2 of the largest over the smallest weight scale",
     "w_dtype": "the weights' dtype", "per_axis": "per-channel weight scales", "bias": "a bias is given",
     "acc_log2": "log2 of the largest |accumulator + bias| (31: at the int32 limit)",
+    "shifted_acc_log2": "log2 of the largest |accumulator + bias| x 2^(left shift of its multiplier) (>= 31: "
+                        "beyond int32 in LiteRT's MultiplyByQuantizedMultiplier)",
     "k": "reduction length of the conv/matrix op",
     "pad_end_last": "end padding on the last dimension", "pad_end_outer": "end padding on another dimension",
     "axis_last": "the op's axis is the last dimension", "idx_rank": "rank of GATHER's indices",
@@ -69,6 +71,7 @@ def _main_input(case: Case):
 def case_params(case: Case) -> dict:
     x, o = _main_input(case), case.outputs[0]
     p: dict = {"table": case.spec, "dtype": x.dtype, "out_dtype": o.dtype, "rank": len(x.shape),
+               "out_rank": len(o.shape),
                "elements": o.size, "act": case.attrs.get("fused_activation_function", "NONE")}
     if x.quantized:
         p.update(zp_in=int(x.zero_point[0]), s_in_log2=_log2(x.scale[0]))
@@ -126,12 +129,19 @@ def _conv_params(case: Case) -> dict:
     if bias is not None and case.op != "BATCH_MATMUL":
         acc = acc + np.asarray(bias.data, np.int64)
     peak = float(np.abs(acc).max()) if acc.size else 0.0
+    # |acc| times the left shift LiteRT's MultiplyByQuantizedMultiplier gives it in int32 (2^(e+1)
+    # for a multiplier m = f 2^e, 1/2 <= f < 1 ... i.e. 2^(floor(log2 m) + 1) when m >= 1/2), per channel
+    flat = np.abs(acc.reshape(-1, acc.shape[-1])).max(axis=0) if acc.size else np.zeros(1)
+    m = mult if mult.size == flat.size else np.full(flat.shape, mult.max())
+    with np.errstate(divide="ignore"):
+        shift = np.maximum(np.floor(np.log2(m)) + 1, 0)
+    shifted = float((flat * 2.0 ** shift).max())
     k = {"CONV_2D": lambda: math.prod(w.shape[1:]), "DEPTHWISE_CONV_2D": lambda: math.prod(w.shape[1:3]),
          "FULLY_CONNECTED": lambda: w.shape[1], "TRANSPOSE_CONV": lambda: math.prod(w.shape[1:]),
          "BATCH_MATMUL": lambda: x.shape[-2] if case.attrs.get("adj_x") else x.shape[-1]}[case.op]()
     return {"w_dtype": w.dtype, "mult_min_log2": _log2(float(mult.min())), "mult_max_log2": _log2(float(mult.max())),
             "w_spread_log2": _log2(max(scales) / min(scales)), "per_axis": len(scales) > 1,
-            "bias": bias is not None, "acc_log2": _log2(peak), "k": int(k)}
+            "bias": bias is not None, "acc_log2": _log2(peak), "shifted_acc_log2": _log2(shifted), "k": int(k)}
 
 
 def _accumulators(case: Case) -> np.ndarray:
@@ -182,10 +192,12 @@ def _size(v) -> str:
 #: the params that tell failures of an op apart, and how each is bucketed (None: as it is)
 _REGIONS: list[tuple[tuple[str, ...], list[tuple[str, object]]]] = [
     (("ADD", "SUB", "MUL"), [("table", None), ("dtype", None), ("out_mult_log2", _mult), ("broadcast", None)]),
-    (COMPARISONS, [("min_scale_log2", lambda v: "<2^-8" if v < -8 else ">=2^-8"), ("same_scale", None)]),
+    (COMPARISONS, [("min_scale_log2", lambda v: "<2^-8" if v < -8 else ">=2^-8"),
+                   ("max_scale_log2", lambda v: ">=1" if v >= 0 else "<1"), ("same_scale", None)]),
     (("MAXIMUM", "MINIMUM"), [("rank", lambda v: v > 4), ("broadcast", None)]),
     (CONV, [("table", None), ("dtype", None), ("mult_max_log2", _mult), ("mult_min_log2", _mult),
-            ("acc_log2", lambda v: ">=2^30" if v >= 30 else "<2^30")]),
+            ("acc_log2", lambda v: ">=2^30" if v >= 30 else "<2^30"),
+            ("shifted_acc_log2", lambda v: ">=2^31" if v >= 31 else "<2^31")]),
     (("SOFTMAX", "LOG_SOFTMAX", "L2_NORMALIZATION"),
      [("table", None), ("dtype", None), ("depth", _size), ("exp_sum_log2", lambda v: ">=512" if v >= 9 else "<512")]),
     (("MEAN", "SUM"), [("out_mult_log2", _mult), ("all_axes", None)]),
