@@ -28,6 +28,7 @@ from pathlib import Path
 
 from reports.certify import CERT_JSON, CERT_MD, Certifier, WaiverCheck, read_certificate
 from reports.certify import to_markdown as certificate_markdown
+from reports.crossdevice import CrossDevice, cross_lines
 from reports.html import INDEX, Page, render
 from reports.parquet import PARQUET, ParquetSink, Shapes
 from reports.results import (
@@ -57,6 +58,8 @@ class Report:
     #: failures of whole (op, target)s (reports.causes.judge_group: bias, declared scheme), each
     #: {op, target, kind, dtype, text, finding}; one without a finding fails the run
     groups: list[dict] = field(default_factory=list)
+    #: per (op, target) run on several devices: the cases whose outputs differ bit-wise (reports/crossdevice.py)
+    cross: list[dict] = field(default_factory=list)
 
 
 class _Tally:
@@ -126,7 +129,8 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         judged = None
         report.errors.append(_error("group verdicts (bias, declared schemes)", e))
     summary, page, tally, check = Summary(judged, _versions(info), _expected(info)), Page(), _Tally(), WaiverCheck()
-    feeds = {"summary": summary.add, "page": page.add, "tally": tally.add, "waivers": check.add}
+    cross = CrossDevice()
+    feeds = {"summary": summary.add, "page": page.add, "tally": tally.add, "waivers": check.add, "cross": cross.add}
     parquet = certifier = None
     try:
         if offsets and not parquet_in_child:
@@ -196,13 +200,20 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         report.summary = summary.table()
     except Exception as e:  # noqa: BLE001
         failed["summary"] = e
+    try:   # (a table that cannot be made is one error line; summary.md and index.html are written without it)
+        report.cross = cross.table() if "cross" not in failed else []
+    except Exception as e:  # noqa: BLE001
+        failed["cross"] = e
+    if "cross" in failed:
+        report.errors.append(_error("the cross-device table", failed["cross"]))
     attempt(SUMMARY_CSV, ("summary",), lambda: write_atomic(d / SUMMARY_CSV, to_csv(report.summary)))
     new = (None, None) if "page" in failed else (page.new.first(), page.new.n)   # (the page's error is index.html's)
-    attempt(SUMMARY_MD, ("summary",), lambda: write_atomic(d / SUMMARY_MD, markdown_file(report.summary, info, *new)))
+    attempt(SUMMARY_MD, ("summary",), lambda: write_atomic(d / SUMMARY_MD, markdown_file(
+        report.summary, info, *new, cross=report.cross)))
     if child is None:
         attempt(PARQUET, ("parquet",), lambda: parquet.close())
     attempt(INDEX, ("summary", "page"), lambda: write_atomic(
-        d / INDEX, render(page, report.summary, summary.pair_table(), info, cert, _models(d))))
+        d / INDEX, render(page, report.summary, summary.pair_table(), info, cert, _models(d), cross=report.cross)))
     if child is not None:
         attempt(PARQUET, (), lambda: _parquet_done(child, d))
     return report
@@ -248,13 +259,16 @@ def terminal_lines(report: Report | None) -> list[tuple[str, dict]]:
                           {"red": o["verdict"] == "non-conformant", "green": o["verdict"] == "bit-exact"}))
     known: dict[str, list[str]] = {}
     for g in report.groups:   # (op, target)s failing as a whole: each new one, the known ones per finding
-        if g["finding"]:
-            known.setdefault(g["finding"], []).append(f"{g['op']} on {g['target']}")
+        if g["finding"]:   # (a farm judges each device: the same (op, target) once per device)
+            where = known.setdefault(g["finding"], [])
+            if f"{g['op']} on {g['target']}" not in where:
+                where.append(f"{g['op']} on {g['target']}")
         else:
             lines.append((f"{g['kind'].upper()}: {g['op']} on {g['target']}: {g['text']}: the run fails",
                           {"red": True, "bold": True}))
     for fid, where in known.items():
         lines.append((f"known finding {fid} (as a whole: bias or declared scheme): {', '.join(where)}", {"yellow": True}))
+    lines += [(line, {"yellow": True}) for line in cross_lines(report.cross)]
     for e in report.errors:
         lines.append((f"qconform: could not write {e}", {"red": True}))
     written = [Path(p).name for p in report.written]

@@ -24,8 +24,14 @@ finding explains now and did not before is listed as a new known finding.
 Per (op, target), over the cases both runs compared: a bit-exact % drop, a max |error|
 growth, and a latency regression: the median p50 grew by more than the threshold
 (default 10 %) AND by more than the run-to-run spread recorded in each run (the median
-per-case standard deviation of the timed repeats, baseline + run). Improvements are
+per-case standard deviation of the timed repeats, baseline + run). Latencies of an emulated
+device (``device_emulated``: QEMU's time, not the board's) are never compared. Improvements are
 listed too but never gate.
+
+Two runs on different devices, one device per target each (``--allow-different devices``, e.g.
+this host against ``--device=qemu:``): results are matched by (case id, target), the run's device
+against the baseline's, and the diff carries the cross-device table (reports/crossdevice.py):
+per (op, target), the cases whose outputs differ bit-wise between the two devices.
 """
 
 from __future__ import annotations
@@ -40,8 +46,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reports.crossdevice import COLUMNS as CROSS_COLUMNS
+from reports.crossdevice import CrossDevice
 from reports.results import RESULTS, read_rows, row_key, write_atomic
 from reports.runinfo import RUN_JSON
+from reports.summary import emulated
 from suite.core.errors import QconformError
 from suite.core.verdict import ERRORS, Status
 
@@ -152,6 +161,26 @@ def _versions(r: Run, target: str) -> dict:
     return ((r.info.get("targets") or {}).get(target) or {}).get("versions") or {}
 
 
+#: what a device says of itself (targets/device_runner.py, device_facts): the "devices" difference, not a version
+_DEVICE_FACTS = frozenset({"device", "hostname", "machine", "python", "cpus", "os", "build", "soc", "soc_family", "model",
+                           "numpy", "emulated", "emulator", "emulated_cpu", "probe_error"})
+#: this host's tools that build the models a device runs (a device run does not record them)
+_HOST_TOOLS = frozenset({"onnx", "opset"})
+
+
+def _runtime_versions(v: dict) -> dict:
+    """A target's versions on a device read as on this host, to compare a host run with a device run:
+    the device's own facts left out, ``litert: "ai-edge-litert 2.3.0"`` read as ``ai-edge-litert: 2.3.0``."""
+    out = {}
+    for k, val in v.items():
+        if k in _DEVICE_FACTS:
+            continue
+        if k == "litert" and " " in str(val):
+            k, val = str(val).split(" ", 1)
+        out[k] = val
+    return out
+
+
 def setup_differences(b: Run, n: Run, base: dict[tuple, dict], new: dict[tuple, dict]) -> tuple[list[Difference], list[str]]:
     """How the set-ups of baseline ``b`` and run ``n`` differ (``base``/``new``: their rows by
     (case id, target, device)), and notes on what could not be checked or may mislead."""
@@ -216,7 +245,11 @@ def setup_differences(b: Run, n: Run, base: dict[tuple, dict], new: dict[tuple, 
     vb, vn = [], []
     for t in both:
         x, y = _versions(b, t), _versions(n, t)
+        if t in odd:   # another device: the runtimes' releases, not the device facts ("devices" says those)
+            x, y = _runtime_versions(x), _runtime_versions(y)
         for comp in sorted(x.keys() | y.keys()):
+            if t in odd and comp in _HOST_TOOLS and (comp not in x or comp not in y):
+                continue
             if x.get(comp) != y.get(comp):
                 vb.append(f"{t} {comp} {x.get(comp) or '(none)'}")
                 vn.append(f"{t} {comp} {y.get(comp) or '(none)'}")
@@ -253,6 +286,7 @@ class Diff:
     no_common: str | None = None                         # why nothing was compared
     latency_threshold_pct: float = 10.0
     allow_missing: bool = False
+    cross: list[dict] = field(default_factory=list)      # runs on two devices: outputs that differ bit-wise
 
     @property
     def refused(self) -> str | None:
@@ -295,7 +329,7 @@ class Diff:
                 "latency_threshold_pct": self.latency_threshold_pct,
                 "case_regressions": self.cases, "group_regressions": self.groups,
                 "improvements": self.improved, "new_known_findings": self.findings,
-                "changed_cases": self.changed, "missing": self.missing}
+                "changed_cases": self.changed, "missing": self.missing, "cross_devices": self.cross}
 
 
 def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: float = 10.0,
@@ -313,6 +347,16 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
         x.allowed = x.field in allow_different
     if any(not x.allowed for x in d.setup):
         return d
+    if any(x.field == "devices" for x in d.setup) and _one_device_each(base) and _one_device_each(new):
+        cross = CrossDevice()
+        for rows, side in ((base, "baseline"), (new, "run")):
+            for r in rows.values():
+                cross.add(r, f"{r.get('device') or 'this host'} ({side})")
+        d.cross = cross.table()
+        d.notes.append("results matched across devices by (case id, target): the run's device against the "
+                       "baseline's")
+        base = {(k[0], k[1], None): r for k, r in base.items()}
+        new = {(k[0], k[1], None): r for k, r in new.items()}
     d.new = sum(1 for k in new if k not in base)
     run_cases = {k[0] for k in new}
     run_places = {(k[1], k[2]) for k in new}
@@ -366,8 +410,11 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
                        f"no common results: the {common} (case id, target, device) in both runs all hold "
                        "other case content (case_digest)")
         return d
+    emulated_pairs = 0
     for (op, target, device), ps in pairs.items():
         kinds = []
+        real = [(b, n) for b, n in ps if not (emulated(b) or emulated(n))]   # emulated latencies: never compared
+        emulated_pairs += len(ps) - len(real)
         be = sum(int(_num(b.get("elements")) or 0) for b, n in ps if _num(b.get("elements")) and _num(n.get("elements")))
         bm = sum(int(_num(b.get("mismatches")) or 0) for b, n in ps if _num(b.get("elements")) and _num(n.get("elements")))
         ne = sum(int(_num(n.get("elements")) or 0) for b, n in ps if _num(b.get("elements")) and _num(n.get("elements")))
@@ -382,20 +429,42 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
         nmax = [x for x in (_num(n.get("max_abs_lsb")) for _, n in ps) if x is not None]
         if bmax and nmax and max(nmax) > max(bmax):
             kinds.append(f"max |err| grew ({max(bmax):g} -> {max(nmax):g} LSB)")
-        bl = [x for x in (_num(b.get("p50_us")) for b, n in ps if _num(n.get("p50_us")) is not None) if x is not None]
-        nl = [x for x in (_num(n.get("p50_us")) for b, n in ps if _num(b.get("p50_us")) is not None) if x is not None]
+        bl = [x for x in (_num(b.get("p50_us")) for b, n in real if _num(n.get("p50_us")) is not None) if x is not None]
+        nl = [x for x in (_num(n.get("p50_us")) for b, n in real if _num(b.get("p50_us")) is not None) if x is not None]
         if bl and nl:
             b50, n50 = statistics.median(bl), statistics.median(nl)
-            bsp = statistics.median([_num(b.get("spread_us")) or 0.0 for b, _ in ps])
-            nsp = statistics.median([_num(n.get("spread_us")) or 0.0 for _, n in ps])
+            bsp = statistics.median([_num(b.get("spread_us")) or 0.0 for b, _ in real])
+            nsp = statistics.median([_num(n.get("spread_us")) or 0.0 for _, n in real])
             entry.update(p50_us_before=round(b50, 3), p50_us_now=round(n50, 3), spread_us=round(bsp + nsp, 3))
             grew = n50 - b50
             if b50 > 0 and grew > b50 * latency_threshold_pct / 100.0 and grew > bsp + nsp:
                 kinds.append(f"latency +{100 * grew / b50:.1f}% ({b50:.2f} -> {n50:.2f} us, spread {bsp + nsp:.2f} us)")
         if kinds:
             d.groups.append({**entry, "what": kinds})
+    if emulated_pairs:
+        d.notes.append(f"latencies not compared for {_plural(emulated_pairs, 'result')} on an emulated device "
+                       "(the emulator's time, not the board's)")
     d.cases.sort(key=lambda c: (not c["new_failure"], c["op"] or "", c["target"] or "", c["case"] or ""))
     return d
+
+
+def _one_device_each(rows: dict[tuple, dict]) -> bool:
+    """Whether every target of the run ran on one device (then two runs compare device against device)."""
+    devs: dict[Any, set] = defaultdict(set)
+    for k in rows:
+        devs[k[1]].add(k[2])
+    return all(len(v) == 1 for v in devs.values())
+
+
+def _cross_text(d: Diff) -> list[str]:
+    rows = [r for r in d.cross if r["differ"] or r["status_differs"]]
+    if not d.cross:
+        return []
+    L = ["", f"outputs that differ bit-wise between the devices ({len(rows)} of {len(d.cross)} (op, target)s):"]
+    L += [f"  {r['op']:<20} {r['target']:<12} {r['differ']}/{r['compared']} differ, {r['status_differs']} other status"
+          + (f"; worst {r['worst_case']}: {r['worst_delta_lsb']} LSB apart (max |err| {r['worst_max_err_lsb']})"
+             if r["worst_case"] else "") for r in rows]
+    return L
 
 
 def _setup_lines(d: Diff) -> list[str]:
@@ -441,6 +510,7 @@ def to_text(d: Diff) -> str:
     if d.improved:
         L += ["", f"improved ({len(d.improved)}):"]
         L += [f"  {c['case']}:{c['target']}  " + "; ".join(c["what"]) for c in d.improved[:50]]
+    L += _cross_text(d)
     if not d.refused:
         L += ["", d.verdict()]
     return "\n".join(L) + "\n"
@@ -479,6 +549,11 @@ def to_markdown(d: Diff) -> str:
     if d.findings:
         L += [f"New known findings ({len(d.findings)}): "
               + ", ".join(f"`{esc(c['case'])}:{esc(c['target'])}` {esc(c['finding'])}" for c in d.findings[:30]), ""]
+    if d.cross:
+        L += ["Outputs that differ bit-wise between the devices:", "",
+              "| " + " | ".join(CROSS_COLUMNS) + " |", "|" + "---|" * len(CROSS_COLUMNS)]
+        L += ["| " + " | ".join(esc(r[c]) for c in CROSS_COLUMNS) + " |" for r in d.cross]
+        L.append("")
     return "\n".join(L)
 
 

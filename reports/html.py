@@ -254,16 +254,19 @@ def build_html(rows: Iterable[dict], run_info: dict | None = None, certificate: 
 
 
 _SECTIONS = (("new-section", "new failures"), ("matrix-section", "matrix"), ("summary-section", "summary"),
-             ("causes-section", "causes"), ("histograms-section", "histograms"), ("latency-section", "latency"),
+             ("cross-section", "devices"), ("causes-section", "causes"), ("histograms-section", "histograms"),
+             ("latency-section", "latency"),
              ("known-section", "known failures"), ("unsupported-section", "unsupported"), ("run-section", "run"))
 
 
 def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | None = None,
-           certificate: dict | None = None, models: tuple[list[dict], list[dict]] | None = None) -> str:
+           certificate: dict | None = None, models: tuple[list[dict], list[dict]] | None = None,
+           cross: list[dict] | None = None) -> str:
     """The page: ``table`` is the summary (reports.summary.Summary.table), ``pairs`` the same per
     (op, target) (Summary.pair_table: a farm run's table has a row per device, which keyed by
     (op, target) alone would keep only the last device's, a failing one hidden). ``models``: the rows of
-    models.csv and layers.csv of a ``--model`` run (suite/models/verdicts.py): a section of their own."""
+    models.csv and layers.csv of a ``--model`` run (suite/models/verdicts.py): a section of their own.
+    ``cross``: the cross-device table (reports/crossdevice.py) of a run on several devices."""
     ops, targets = list(page.ops), list(page.targets)
     s = {(r["op"], r["target"]): r for r in pairs}
     tot = totals(pairs)
@@ -279,7 +282,7 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
                  f'{tot["waived"]} waived), {tot["unsupported"]} unsupported.</p>')
     parts.append('<p class="muted">' + " &middot; ".join(
         f'<a href="#{a}">{_e(name)}</a>' for a, name in _SECTIONS
-        if a != "unsupported-section" or page.unsupported)
+        if (a != "unsupported-section" or page.unsupported) and (a != "cross-section" or cross))
         + (' &middot; <a href="#models-section">models</a>' if models else "") + "</p>")
 
     # ---- alerts
@@ -376,6 +379,19 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
                                                               for r in table], "summary", numeric) + "</div>")
     else:
         parts.append("<p>(no results)</p>")
+    if any(r.get("p50_emulated_us") is not None for r in table):
+        parts.append('<p class="note" id="emulated-note">p50_emulated_us: latencies on an emulated device (QEMU on '
+                     'this host), not the board\'s; never in p50_latency_us, the latency chart or a diff.</p>')
+
+    # ---- devices
+    if cross:
+        parts.append('<h2 id="cross-section">Same cases on other devices: outputs that differ bit-wise</h2>')
+        parts.append('<p class="muted">differ: cases whose outputs are not bit-identical across the devices, of '
+                     'compared; worst_delta_lsb: the worst case\'s max |difference| between devices (lo..hi where '
+                     'the golden bounds it); status_differs: cases with another status on another device.</p>')
+        cols = list(cross[0])
+        parts.append('<div class="box wide">' + _table(cols, [[r[c] for c in cols] for r in cross], "cross",
+                                                       {"compared", "differ", "status_differs"}) + "</div>")
 
     # ---- causes
     parts.append('<h2 id="causes-section">Mismatch causes</h2>')

@@ -54,6 +54,7 @@ class Group:
         self.sum_err = 0.0
         self.max_abs: float | None = None
         self.latency: list[float] = []   # each row's p50, for the group's median
+        self.emulated: list[float] = []  # those of emulated devices: apart, never compared with real ones
         self.findings: set[str] = set()
         self.prefer: str | None = None   # the run's scheme (the first row's): best_scheme's tie-break
         self.schemes = SchemeTally()
@@ -68,7 +69,7 @@ class Group:
             self.known[kind] += 1
         lat = _number(row.get("p50_us"))
         if lat is not None:
-            self.latency.append(lat)
+            (self.emulated if emulated(row) else self.latency).append(lat)
         if row.get("finding"):
             self.findings.add(row["finding"])
         if self.prefer is None and row.get("scheme"):
@@ -106,12 +107,19 @@ class Group:
         r["max_abs_lsb"] = self.max_abs
         r["mean_err_lsb"] = round(self.sum_err / e, 5) if e else None
         r["p50_latency_us"] = round(float(np.median(self.latency)), 2) if self.latency else None
+        if self.emulated:   # the emulator's time on this host, not the board's: labelled, kept apart
+            r["p50_emulated_us"] = round(float(np.median(self.emulated)), 2)
         if self.findings:
             r["findings"] = ",".join(sorted(self.findings))
         r.update(self.schemes.columns(self.prefer))
         r.update(self.bias.columns())
         r.update(self.known)
         return r
+
+
+def emulated(row: dict) -> bool:
+    """Whether the row's device is emulated (``qemu:``: its latencies are the emulator's)."""
+    return str(row.get("device_emulated") or "").lower() in ("yes", "true", "1")
 
 
 def failure_kind(row: dict) -> str | None:
@@ -144,6 +152,8 @@ class Summary:
         self.devices = False
         self.policy, self.versions, self.expected = policy, versions or {}, expected or {}
         self.verdicts: dict[tuple, list[dict]] = {}   # (op, target) -> judge_group's failures (pair_table)
+        self._first: dict[tuple, str] = {}   # (op, target, case id) -> the first device it ran on
+        self.repeated: set[tuple] = set()    # (op, target)s with a case on two devices or more
 
     def add(self, row: dict) -> None:
         op, target = row.get("op"), row.get("target")
@@ -151,6 +161,8 @@ class Summary:
             return
         dev = _device(row)
         self.devices = self.devices or bool(dev)
+        if dev and self._first.setdefault((op, target, row.get("case_id")), dev) != dev:
+            self.repeated.add((op, target))
         for groups, key in ((self.groups, (op, target, dev)), (self.pairs, (op, target))):
             g = groups.get(key)
             if g is None:
@@ -172,6 +184,8 @@ class Summary:
         r = g.row(key)
         cols, failures = judge_group(key["op"], key["target"], g.bias, g.schemes, self.policy,
                                      self.versions.get(key["target"]), self.expected.get(key["target"]), g.prefer)
+        if "device" not in key and (key["op"], key["target"]) in self.repeated:
+            cols, failures = self._per_device(key["op"], key["target"], cols)
         r.update(cols)
         known = sorted({f["finding"] for f in failures if f["finding"]} - set((r.get("findings") or "").split(",")))
         if known:
@@ -179,6 +193,25 @@ class Summary:
         if "device" not in key:
             self.verdicts[(key["op"], key["target"])] = failures
         return r
+
+
+    def _per_device(self, op: str, target: str, pooled: dict) -> tuple[dict, list[dict]]:
+        """The verdict of an (op, target) whose cases ran on several devices: each device's rows judged
+        on their own (pooled, every case would count once per device, and a device's bias could hide
+        in another's rows); a failure on one device fails the (op, target)."""
+        failures, signs = [], ""
+        for (o, t, dev), g in self.groups.items():
+            if (o, t) == (op, target):
+                c, fs = judge_group(op, target, g.bias, g.schemes, self.policy, self.versions.get(target),
+                                    self.expected.get(target), g.prefer)
+                failures += [{**f, "text": f"on {dev}: {f['text']}"} for f in fs]
+                signs += "".join(x for x in c["bias"] if x not in signs)
+        cols = {**pooled, "bias": signs,
+                "scheme_mismatch": pooled["scheme_mismatch"] if any(f["kind"] == "scheme" for f in failures) else None,
+                "group_failure": "; ".join(f["text"] for f in failures if not f["finding"]) or None,
+                "group_known": "; ".join(f"{f['text']} [known finding {f['finding']}]" for f in failures
+                                         if f["finding"]) or None}
+        return cols, failures
 
 
 def _columns(rows: list[dict]) -> list[dict]:
@@ -303,9 +336,10 @@ def _md(v) -> str:
 
 
 def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[dict] | None = None,
-                  n_new: int | None = None) -> str:
+                  n_new: int | None = None, cross: list[dict] | None = None) -> str:
     """summary.md: the verdict, the new failures (``new``: their rows, as reports.html.Page keeps
-    them, ``n_new`` of them in all; and their (op, target)s), then the whole table."""
+    them, ``n_new`` of them in all; and their (op, target)s), the cross-device table (``cross``:
+    reports.crossdevice), then the whole table."""
     word, line = verdict(totals(summary), run_info)
     out = [f"# qconform summary\n\n**{word}: {line}**\n"]
     if new:
@@ -324,6 +358,15 @@ def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[d
     if whole:
         out.append("## (op, target)s failing as a whole (bias, declared scheme)\n\n"
                    + "".join(f"- {r['op']} on {r['target']}: {_md(r['group_failure'])}\n" for r in whole))
+    if cross:
+        out.append("## Same cases on other devices: outputs that differ bit-wise\n\n"
+                   "`differ`: cases whose outputs are not bit-identical across the devices, of `compared`; "
+                   "`worst_delta_lsb`: the worst case's max |difference| between devices (`lo..hi` where the "
+                   "golden bounds it); `status_differs`: cases with another status on another device.\n\n"
+                   + to_markdown(cross))
+    if any(r.get("p50_emulated_us") is not None for r in summary):
+        out.append("`p50_emulated_us`: latencies on an emulated device (QEMU on this host), not the board's; "
+                   "never in `p50_latency_us` nor compared with it.\n")
     out.append("## Every (op, target)\n\n" + to_markdown(summary))
     return "\n".join(out)
 
@@ -333,7 +376,8 @@ def to_text(summary: list[dict], columns: list[str] | None = None) -> str:
     if not summary:
         return "(no results)"
     cols = columns or [c for c in columns_of(summary)
-                       if c in COLUMNS or c in ("device", "best_scheme", "best_scheme_exact_pct", *KNOWN_COLUMNS)]
+                       if c in COLUMNS or c in ("device", "p50_emulated_us", "best_scheme", "best_scheme_exact_pct",
+                                                *KNOWN_COLUMNS)]
     cells = [list(cols)] + [[fmt(r.get(c)) for c in cols] for r in summary]
     widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
     out = []

@@ -12,7 +12,8 @@
 # Why QEMU 10 and not Debian 12's qemu-user-static (7.2): under 7.2 onnxruntime segfaults on import
 # (the host's /proc/cpuinfo shows through) and `-cpu max` corrupts XNNPACK's int8 results.
 # The runtimes are pinned to the versions in .venv (when there is one) so that the board and this
-# host compare the same releases. Idempotent: a built board is only checked. Exit 3: a registry
+# host compare the same releases. Idempotent: a built board is only checked (and rebuilt when
+# .venv's releases moved on). Exit 3: a registry
 # cannot be reached (the tests that need the board then skip, saying so).
 # Every external command runs under `timeout`: some can hang on a machine without network.
 set -euo pipefail
@@ -35,36 +36,58 @@ CPU=neoverse-n1
 PLATFORMS=(--platform manylinux_2_34_aarch64 --platform manylinux_2_28_aarch64 --platform manylinux_2_27_aarch64
            --platform manylinux2014_aarch64)
 say() { echo "setup-arm64.sh: $*" >&2; }
+# fail CODE WHY: say why, and keep it beside the board for the tests that skip without it (tests/test_arm64.py)
+fail() { say "$2"; mkdir -p "$(dirname "$BOARD")"; echo "$2" > "$BOARD.failed"; exit "$1"; }
 
-if [ -f "$BOARD/board.json" ] && [ -x "$BOARD/qemu-aarch64-static" ] && [ -x "$BOARD/rootfs/usr/bin/python3" ]; then
-  [ "$CHECK" = 1 ] && exit 0
-  ver=$(timeout 20 "$BOARD/qemu-aarch64-static" --version | head -n1)
-  say "board ready in $BOARD ($ver; $(du -sm "$BOARD" | cut -f1) MB; built before: nothing to do)"
-  exit 0
+PY=python3
+[ -x .venv/bin/python ] && PY=.venv/bin/python
+# stale: the board's runtimes are other releases than .venv's (a cross-device table would then
+# compare two releases, not two devices); prints what differs, nothing when the board matches
+stale() {
+  timeout 60 "$PY" - "$BOARD/board.json" 2>/dev/null <<'EOF' || echo "an unreadable board.json; "
+import importlib.metadata as m, json, sys
+wheels = {w.split("-")[0].lower(): w.split("-")[1] for w in json.load(open(sys.argv[1]))["wheels"]}
+for name in ("ai-edge-litert", "onnxruntime", "onnxruntime-qnn", "numpy"):
+    try:
+        host = m.version(name)
+    except m.PackageNotFoundError:
+        continue
+    board = wheels.get(name.replace("-", "_"))
+    if board != host:
+        print(f"{name} {board} (.venv: {host})", end="; ")
+EOF
+}
+built() { [ -f "$BOARD/board.json" ] && [ -x "$BOARD/qemu-aarch64-static" ] && [ -x "$BOARD/rootfs/usr/bin/python3" ]; }
+
+if built; then
+  old=$(stale)
+  if [ -z "$old" ]; then
+    [ "$CHECK" = 1 ] && exit 0
+    ver=$(timeout 20 "$BOARD/qemu-aarch64-static" --version | head -n1)
+    say "board ready in $BOARD ($ver; $(du -sm "$BOARD" | cut -f1) MB; built before: nothing to do)"
+    exit 0
+  fi
+  say "the board in $BOARD does not match .venv (${old%; }): rebuilding it"
 fi
 [ "$CHECK" = 1 ] && exit 1
 
 t0=$(date +%s)
-PY=python3
-[ -x .venv/bin/python ] && PY=.venv/bin/python
 if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1 && timeout 10 sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO="none"; fi
 
 # 1. the registries answer (Debian's mirror has trixie; PyPI through pip's own configuration)
 if ! timeout 20 "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=15).read(64)' \
      "$MIRROR/dists/$SUITE/Release" 2>/dev/null; then
-  say "cannot reach $MIRROR/dists/$SUITE/Release (no registry): the board cannot be built"
-  exit 3
+  fail 3 "cannot reach $MIRROR/dists/$SUITE/Release (no registry): the board cannot be built"
 fi
 
 # 2. mmdebstrap (apt, as root or through sudo)
 if ! command -v mmdebstrap >/dev/null 2>&1; then
   if [ "$SUDO" = none ]; then
-    say "needs mmdebstrap (apt-get install mmdebstrap) and cannot install it (not root, no password-less sudo)"
-    exit 3
+    fail 3 "needs mmdebstrap (apt-get install mmdebstrap) and cannot install it (not root, no password-less sudo)"
   fi
   export DEBIAN_FRONTEND=noninteractive
   if ! timeout 300 $SUDO apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null 2>&1; then
-    timeout 300 $SUDO apt-get update -qq >/dev/null || { say "apt-get update failed: no registry"; exit 3; }
+    timeout 300 $SUDO apt-get update -qq >/dev/null || fail 3 "apt-get update failed: no registry"
     timeout 300 $SUDO apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null
   fi
 fi
@@ -72,7 +95,7 @@ fi
 mkdir -p "$(dirname "$BOARD")"
 exec 9>"$BOARD.lock"
 timeout 600 flock 9   # another build of the same board: wait for it, then find it built
-if [ -f "$BOARD/board.json" ]; then
+if built && [ -z "$(stale)" ]; then
   say "board built meanwhile by another run: $BOARD"
   exit 0
 fi
@@ -82,7 +105,7 @@ trap 'rm -rf "$STAGE"' EXIT
 # 3. QEMU 10 from trixie's qemu-user-static (amd64): only the aarch64 binary is kept
 say "QEMU from Debian $SUITE ..."
 timeout 300 mmdebstrap --quiet --variant=extract --include=qemu-user-static "$SUITE" "$STAGE/qemu" "$MIRROR" \
-  || { say "mmdebstrap of qemu-user-static failed (exit $?)"; exit 3; }
+  || fail 3 "mmdebstrap of qemu-user-static failed (exit $?)"
 cp -L "$STAGE/qemu/usr/bin/qemu-aarch64-static" "$STAGE/qemu-aarch64-static"
 rm -rf "$STAGE/qemu"
 QEMU_VERSION=$(timeout 20 "$STAGE/qemu-aarch64-static" --version | head -n1)
@@ -90,7 +113,7 @@ QEMU_VERSION=$(timeout 20 "$STAGE/qemu-aarch64-static" --version | head -n1)
 # 4. the aarch64 root file system: extracted, nothing run in it (no binfmt, no chroot)
 say "arm64 root file system (Debian $SUITE) ..."
 timeout 300 mmdebstrap --quiet --arch=arm64 --variant=extract --include=python3,libstdc++6,coreutils,base-files \
-  "$SUITE" "$STAGE/rootfs" "$MIRROR" || { say "mmdebstrap of the arm64 root file system failed (exit $?)"; exit 3; }
+  "$SUITE" "$STAGE/rootfs" "$MIRROR" || fail 3 "mmdebstrap of the arm64 root file system failed (exit $?)"
 for d in bin lib sbin; do [ -e "$STAGE/rootfs/$d" ] || ln -s "usr/$d" "$STAGE/rootfs/$d"; done
 [ -e "$STAGE/rootfs/etc/os-release" ] || cp "$STAGE/rootfs/usr/lib/os-release" "$STAGE/rootfs/etc/os-release"
 rm -rf "$STAGE/rootfs/usr/share/doc" "$STAGE/rootfs/usr/share/man" "$STAGE/rootfs/usr/share/locale"
@@ -107,10 +130,8 @@ download() {
   timeout 600 "$PY" -m pip download -q --disable-pip-version-check --only-binary=:all: "${PLATFORMS[@]}" \
     --python-version "$PYVER" --implementation cp -d "$STAGE/wheels" "$@" 2> >(grep -v "^WARNING: Location" >&2)
 }
-if ! download "${WANT[@]}"; then
-  say "no aarch64 wheels of exactly ${WANT[*]}: taking the newest (the board's versions are in board.json and every row)"
-  download ai-edge-litert onnxruntime onnxruntime-qnn numpy flatbuffers || { say "pip download failed: no registry?"; exit 3; }
-fi
+# (no newer or older release instead: the board would then differ from this host by its releases, not its CPU)
+download "${WANT[@]}" || fail 3 "pip download of the aarch64 wheels ${WANT[*]} failed (no registry, or no aarch64 wheel of that release)"
 mkdir -p "$STAGE/site-packages"
 for w in "$STAGE"/wheels/*.whl; do
   timeout 120 python3 -m zipfile -e "$w" "$STAGE/site-packages"
@@ -124,7 +145,7 @@ say "first start under QEMU ($CPU) ..."
 PYTHONPATH="$STAGE/site-packages" timeout 300 "$STAGE/qemu-aarch64-static" -cpu "$CPU" -L "$STAGE/rootfs" \
   "$STAGE/rootfs/usr/bin/python3" -c 'import platform, numpy, onnxruntime; from ai_edge_litert import interpreter
 assert platform.machine() == "aarch64", platform.machine()' \
-  || { say "the board's Python does not start under QEMU"; exit 1; }
+  || fail 1 "the board's Python does not start under QEMU"
 
 BUILT_S=$(( $(date +%s) - t0 ))
 DISK_MB=$(du -sm "$STAGE" | cut -f1)
@@ -134,7 +155,7 @@ path, qemu, suite, cpu, built, disk, wheels = sys.argv[1:]
 json.dump({"format": "qconform-arm64/1", "qemu": qemu, "debian": suite, "cpu": cpu, "built_s": int(built),
            "disk_mb": int(disk), "wheels": wheels.split()}, open(path, "w"), indent=1)
 EOF
-rm -rf "$BOARD"
+rm -rf "$BOARD" "$BOARD.failed"
 mv "$STAGE" "$BOARD"
 trap - EXIT
 say "board ready in $BOARD: built in ${BUILT_S} s, ${DISK_MB} MB on disk ($QEMU_VERSION)"

@@ -18,6 +18,10 @@ the expected output tensors. Runtimes:
 ``litert``           ai_edge_litert (or tflite_runtime) interpreter, one thread,
                      op resolver ``AUTO`` or ``BUILTIN_REF``
 
+A runtime that is installed but finds none of its hardware here (onnxruntime-qnn with no QNN
+device, e.g. on a board without an NPU) makes every case of the batch ``unsupported`` with
+what the runtime listed, and the probe records it (``no_hardware``) instead of failing.
+
 The manifest's ``groups`` (ONNX runtimes) are merged models of several cases (names
 prefixed ``c<k>_``), run first: one session and one timed run per group, as the host's
 batched targets do; a group that cannot run as a whole falls back to its cases alone.

@@ -571,13 +571,15 @@ def takes_device(name: str) -> bool:
     return bool(getattr(load_class(name), "takes_device", False))
 
 
-def probe_device(targets: Sequence["RemoteTarget"], budget: float = PROBE_BUDGET_S) -> None:
+def probe_device(targets: Sequence["RemoteTarget"], budget: float | None = None) -> None:
     """Probe the device of ``targets`` (one device, one shared transport) once, within ``budget``
-    seconds: connect, then set up there, with the device's python, the runtimes the targets need
+    seconds (default: the transport's ``probe_budget``, :data:`PROBE_BUDGET_S` but for an emulated
+    board): connect, then set up there, with the device's python, the runtimes the targets need
     (the device runner's ``--probe``). Each target gets the device facts; a device that does not
     answer or lacks a runtime is one QconformError naming it and what failed."""
     first = targets[0]
     device, t = first.device, first.transport
+    budget = budget or getattr(t, "probe_budget", None) or PROBE_BUDGET_S
     runtimes = sorted({r for tg in targets if (r := tg.probe_runtime())})
     deadline = time.monotonic() + budget - PROBE_CLEANUP_S - PROBE_GRACE_S
 

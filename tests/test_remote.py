@@ -63,7 +63,7 @@ def test_ssh_end_to_end_equals_local_htp(sshd, run_suite, tmp_path):
     """`pytest --target=htp --device=ssh:...` gives the local htp results for every case."""
     _htp_available()
     dev = sshd.device(python=PY, root=str(tmp_path / "ssh root"))
-    args = ["--target=htp", "--ops", "ADD,SUB,MUL", "--cases-per-op", "8", "--repeats", "2"]
+    args = ["--target=htp", "--ops", "ADD,MUL", "--cases-per-op", "5", "--repeats", "2"]
     p_local, rd_local = run_suite(*args, report_dir=tmp_path / "local")
     p_ssh, rd_ssh = run_suite(*args, f"--device={dev}", report_dir=tmp_path / "ssh")
     # pass or fail is the kernel's business here: the two runs must agree, case for case
@@ -71,7 +71,7 @@ def test_ssh_end_to_end_equals_local_htp(sshd, run_suite, tmp_path):
     assert p_ssh.returncode == p_local.returncode, p_ssh.stdout[-3000:] + p_ssh.stderr[-2000:]
     local = {r["case_id"]: r for r in _rows(rd_local)}
     remote = {r["case_id"]: r for r in _rows(rd_ssh)}
-    assert len(local) >= 24 and set(remote) == set(local) and len(_rows(rd_ssh)) == len(local)
+    assert len(local) >= 10 and set(remote) == set(local) and len(_rows(rd_ssh)) == len(local)
     keys = ["status", "case_digest", "bit_exact", "elements", "mismatches", "max_abs_lsb", "sum_err_lsb",
             "first_index", "got", "want"]
     for cid, row in local.items():

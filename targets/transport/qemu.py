@@ -21,7 +21,8 @@ import os
 import re
 import subprocess
 import tempfile
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from targets.transport.base import QEMU_CPU_DEFAULT, CommandResult, DeviceSpec
 from targets.transport.local import LocalTransport
@@ -41,7 +42,7 @@ def qemu_version(binary: str) -> tuple[str, tuple[int, ...] | None]:
         return f"cannot run {binary}: {e.strerror}", None
     if key not in _versions:
         try:
-            out = subprocess.run([binary, "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            out = subprocess.run([binary, "--version"], check=False, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                                  timeout=20)
             line = (out.stdout.strip().splitlines() or [out.stderr.strip()])[0]
         except (OSError, subprocess.SubprocessError) as e:
@@ -53,6 +54,9 @@ def qemu_version(binary: str) -> tuple[str, tuple[int, ...] | None]:
 
 class QemuTransport(LocalTransport):
     kind = "qemu"
+    #: seconds the probe may take: each runtime's first import under emulation takes seconds (numpy
+    #: alone 2-4 s on a busy 2-core host), where a real device's takes a fraction of one
+    probe_budget = 120.0
 
     def __init__(self, spec: DeviceSpec):
         super().__init__(spec)
