@@ -406,3 +406,13 @@ def test_litert_add_sub_return_the_zero_point_when_the_activation_range_overflow
     assert golden(case, "exact")[0].ravel()[0] < -128   # (a negative real far below the range)
     assert o.status == "ok" and np.asarray(o.outputs[0]).ravel().tolist() == [case.outputs[0].zero_point[0]]
     assert match("SUB", target, "hunt", "fail", params(case)).id == "litert-activation-range-overflow"
+
+
+def test_htp_sub_with_a_high_output_zero_point_gives_minus_128():
+    """[89] - [1] at scales 1, output scale 4, zero point 127: the spec (and ort) 127, HTP -128."""
+    case, o = _run("htp", DATA / "sub-htp-high-zero-point.json")
+    assert golden(case)[0].ravel().tolist() == [127] and float(golden(case, "exact")[0].ravel()[0]) > 127
+    ort_case, ort = _run("ort", DATA / "sub-htp-high-zero-point.json")
+    assert np.asarray(ort.outputs[0]).ravel().tolist() == [127]
+    assert o.status == "ok" and np.asarray(o.outputs[0]).ravel().tolist() == [-128]
+    assert match("SUB", "htp", "hunt", "fail", params(case)).id == "qnn-htp-sub-high-zero-point"
