@@ -8,7 +8,6 @@ for it. Every option is in the "qconform" group of ``pytest --help``.
 
 from __future__ import annotations
 
-import hashlib
 import signal
 from pathlib import Path
 
@@ -17,25 +16,29 @@ import pytest
 from reports import terminal_lines, write_reports
 from reports.results import iter_rows
 from reports.runinfo import now, run_info, write_run_info
-from reports.summary import FAILING_COLUMNS, columns_of, to_text, totals, verdict_line, with_failures
-from suite.cases.files import load_case_files
+from reports.summary import (
+    FAILING_COLUMNS,
+    columns_of,
+    to_text,
+    totals,
+    verdict_line,
+    with_failures,
+)
 from suite.cases.generate import generate, generator_ops
 from suite.core.case import Case
 from suite.core.errors import QconformError
-from suite.core.tolerance import load_policy
 from suite.core.verdict import Outcome, Status, Verdict
-from suite.core.waivers import load_waivers
 from suite.harness import resume as resume_mod
 from suite.harness.folder import DiskError, RunFolder, new_run_id, write_whole
-from suite.harness.goldens import GoldenStore, folder_of
+from suite.harness.goldens import GoldenStore
 from suite.harness.hunt import Hunter, HuntOptions, findings_on
-from suite.harness.options import DEFAULT_REPORT_ROOT, RunOptions, checked, split_list
-from suite.harness.repro import TOLERANCE_COPY, check_reruns
+from suite.harness.options import DEFAULT_REPORT_ROOT
+from suite.harness.repro import TOLERANCE_COPY
 from suite.harness.run import Run
+from suite.harness.session import set_up
 from suite.models.harvest import harvest_model, model_feeds
 from suite.models.verdicts import write_model_reports
-from targets import DEFAULT_TARGETS, get_target, target_name
-from targets.remote import device_for_process, device_targets, plan_workers
+from targets.remote import plan_workers
 from targets.transport import parse_device_list
 
 SUITE_DIR = Path(__file__).resolve().parent
@@ -209,52 +212,13 @@ class QconformSession:
         self.worker_input = getattr(config, "workerinput", None)
         self.controller = self.worker_input is None
         self.distributed = self.controller and getattr(o, "dist", "no") != "no"
-        self.resumed = resume_mod.open_run(o.resume, o.report_dir) if o.resume else None
-        if self.resumed is not None:   # options not given come from the run being resumed
-            resume_mod.fill_options(self.resumed, o, [str(a) for a in config.invocation_params.args])
-            self.resumed.offset = (resume_mod.repair_tail(self.resumed.dir) if self.controller
-                                   else int(self.worker_input.get("qconform_resume_offset", 0)))
-        names = split_list(o.target)
-        self.opts: RunOptions = checked(
-            targets=names, seed=o.seed, cases_per_op=o.cases_per_op, ops=split_list(o.ops),
-            case_files=o.case_file, tolerance_file=o.tolerance, scheme=o.scheme, warmup=o.warmup,
-            repeats=o.repeats, batch_size=o.batch_size, timeout=o.timeout,
-            latency_cases=o.latency_cases if o.latency_cases is not None else self._default_latency_cases(),
-            ahead=o.ahead,
-            isolation=o.isolation, golden_cache=_golden_folder(o.golden_cache), waivers=o.waivers,
-            certify=o.certify,
-            target_options={"htp": {"htp_performance_mode": o.htp_performance_mode, "cache_dir": o.cache_dir},
-                            "netrun": {"profile": o.netrun_profile}})
-        if self.resumed is not None:
-            resume_mod.check_config(self.resumed, self.opts)
-        self.targets, self.unavailable = self._targets(names)
-        self.opts = RunOptions(**{**self.opts.__dict__, "targets": tuple(self.selectors[n] for n in self.targets)})
-        self.cases: list[Case] | None = (load_case_files(list(self.opts.case_files), self.opts.scheme)
-                                         if self.opts.case_files else None)
-        self.graph = None   # --model: the harvested model (suite/models), its layers the cases
-        if o.model:
-            if self.opts.case_files:
-                raise QconformError("--model and --case-file each give the run's cases: give one",
-                                    field="--model", rule="one source of cases")
-            self.graph = harvest_model(o.model, o.model_inputs, o.seed, self.opts.scheme)
-            self.model_feeds = model_feeds(self.graph, o.model_inputs, o.seed)
-            self.cases = self.graph.cases()
-        if self.cases is not None and self.opts.ops:
-            self.cases = [c for c in self.cases if c.op in self.opts.ops]
-        policy, waivers = load_policy(self.opts.tolerance_file), load_waivers(list(self.opts.waivers))
-        self.policy = policy   # the report judges whole (op, target)s under it, also as xdist's controller
-        # the policy is judged by its exact text: its SHA-256 goes into run.json and every failure file
-        policy_text = Path(policy.source).read_bytes()
-        self.tolerance_digest = hashlib.sha256(policy_text).hexdigest()
-        # failure files given again must be judged as their run judged them (suite/harness/repro.py)
-        self.reruns = check_reruns(list(self.opts.case_files), targets=list(self.opts.targets), scheme=self.opts.scheme,
-                                   tolerance_digest=self.tolerance_digest, device=self.device_text,
-                                   timeout=self.opts.timeout) if self.opts.case_files else []
-        if self.resumed is not None and self.resumed.options.get("tolerance_digest") not in (None, self.tolerance_digest):
-            raise QconformError("was judged under another tolerance policy (sha256 "
-                                f"{self.resumed.options['tolerance_digest'][:12]}...): give --tolerance="
-                                f"{Path(self.resumed.dir) / TOLERANCE_COPY}", source=str(self.resumed.dir),
-                                field="--resume", rule="a resumed run keeps its tolerance policy")
+        s = set_up(o, argv=[str(a) for a in config.invocation_params.args], worker_input=self.worker_input,
+                   harvest=_harvest(o) if o.model else None)
+        self.opts, self.targets, self.selectors, self.unavailable = s.opts, s.targets, s.selectors, s.unavailable
+        self.cases, self.graph, self.model_feeds = s.cases, s.graph, s.model_feeds
+        self.policy, self.tolerance_digest, self.reruns = s.policy, s.tolerance_digest, s.reruns
+        self.resumed, self.device_text = s.resumed, s.device_text
+        policy, waivers, policy_text = s.policy, s.waivers, s.policy_text
         if self.controller:
             self.run_id = self.resumed.run_id if self.resumed else new_run_id()
             self.folder = (RunFolder.resume(self.resumed.dir) if self.resumed
@@ -285,62 +249,6 @@ class QconformSession:
         self._sigterm = None
         if self.controller:   # SIGTERM (what CI sends) ends the run as Ctrl-C does: reports written
             self._sigterm = signal.signal(signal.SIGTERM, _raise_interrupt)
-
-    def _default_latency_cases(self) -> int:
-        """3; 0 when this process drives only emulated devices (``qemu:``): each case alone costs
-        one more start of the emulated runtime, for a latency that says nothing of the board."""
-        o = self.config.option
-        if o.device:
-            devices = parse_device_list(o.device)
-            mine = device_for_process(devices, self.worker_input)
-            if all(d.kind == "qemu" for d in ([mine] if mine else devices)):
-                return 0
-        return 3
-
-    @property
-    def device_text(self) -> str | None:
-        """The --device string of the device this process drives (None: this machine, or an
-        xdist controller of several)."""
-        o = self.config.option
-        if not o.device:
-            return None
-        dev = device_for_process(parse_device_list(o.device), self.worker_input)
-        return dev.text if dev is not None else None
-
-    def _targets(self, names):
-        """The targets by name (bound to this process's device with --device), and the default
-        targets not available here with why. An unknown or unavailable requested target is an error."""
-        o = self.config.option
-        opts = self.opts.target_options
-        if o.device:
-            if not names:
-                raise QconformError("--device needs --target (e.g. --target=htp)", field="--device")
-            devices = parse_device_list(o.device)
-            return self._named(device_targets(names, device_for_process(devices, self.worker_input), devices, opts)), {}
-        chosen, unavailable = {}, {}
-        for n in names or DEFAULT_TARGETS:
-            t = get_target(n, **opts.get(n, {}))
-            ok, why = t.availability()
-            if ok:
-                chosen[n] = t
-            elif names:
-                raise QconformError(f"target '{n}' is not available on this machine: {why}", field="--target",
-                                    rule="requested targets must be available (see `qconform targets`)")
-            else:
-                unavailable[n] = why
-        return self._named(chosen), unavailable
-
-    def _named(self, by_selector: dict) -> dict:
-        """The targets by the name rows and test ids give them (targets.target_name: a module:Class
-        target's own name); ``self.selectors`` maps each back to its --target value (repro, resume)."""
-        named, self.selectors = {}, {}
-        for sel, t in by_selector.items():
-            name = target_name(sel)
-            if name in named:
-                raise QconformError(f"'{self.selectors[name]}' and '{sel}' are both named '{name}'",
-                                    field="--target", rule="one name, one target")
-            named[name], self.selectors[name] = t, sel
-        return named
 
     def versions(self, name: str) -> dict[str, str]:
         if self.run is not None:
@@ -584,9 +492,12 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt("SIGTERM")
 
 
-def _golden_folder(option: str | None) -> str | None:
-    d = folder_of(option)
-    return str(d) if d is not None else None
+def _harvest(o):
+    """--model: the model's graph, its feeds and its layers as cases, under the run's options."""
+    def harvest(opts):
+        graph = harvest_model(o.model, o.model_inputs, o.seed, opts.scheme)
+        return graph, model_feeds(graph, o.model_inputs, o.seed), graph.cases()
+    return harvest
 
 
 def _runs_no_tests(o) -> bool:

@@ -1,0 +1,147 @@
+"""What a conformance run is, made from its options before anything runs: the checked options,
+the targets (bound to this process's device), the cases, the tolerance policy and waivers, the
+failure files given again, the run being resumed. The pytest plugin makes one at configure
+(suite/plugin.py); every mistake in them is one QconformError here, before a folder or process
+exists."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from suite.cases.files import load_case_files
+from suite.core.case import Case
+from suite.core.errors import QconformError
+from suite.core.tolerance import load_policy
+from suite.core.waivers import load_waivers
+from suite.harness import resume as resume_mod
+from suite.harness.goldens import folder_of
+from suite.harness.options import RunOptions, checked, split_list
+from suite.harness.repro import TOLERANCE_COPY, check_reruns
+from targets import DEFAULT_TARGETS, get_target, target_name
+from targets.remote import device_for_process, device_targets
+from targets.transport import parse_device_list
+
+#: ``--model``: the harvest of the model (graph, feeds, cases) under the run's options
+Harvest = Callable[[RunOptions], tuple[Any, Any, list[Case]]]
+
+
+@dataclass
+class RunSetup:
+    opts: RunOptions
+    targets: dict            # name (as rows and test ids give it) -> target
+    selectors: dict          # name -> its --target value (repro, resume)
+    unavailable: dict        # default targets not available here -> why
+    cases: list[Case] | None   # None: generated when collected
+    policy: Any
+    waivers: list
+    policy_text: bytes       # judged by its exact text: its SHA-256 goes into run.json and failure files
+    tolerance_digest: str
+    reruns: list             # failure files given again, with their judged sections
+    resumed: resume_mod.Resume | None
+    device_text: str | None  # the --device this process drives (None: this machine, or a farm's controller)
+    graph: Any = None        # --model
+    model_feeds: Any = None
+
+
+def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | None = None) -> RunSetup:
+    """The run of pytest's options ``o`` (``argv``: the command line) in this process
+    (``worker_input``: an xdist worker's, else None)."""
+    controller = worker_input is None
+    resumed = resume_mod.open_run(o.resume, o.report_dir) if o.resume else None
+    if resumed is not None:   # options not given come from the run being resumed
+        resume_mod.fill_options(resumed, o, argv)
+        resumed.offset = (resume_mod.repair_tail(resumed.dir) if controller
+                          else int(worker_input.get("qconform_resume_offset", 0)))
+    devices = parse_device_list(o.device) if o.device else []
+    device = device_for_process(devices, worker_input) if devices else None
+    names = split_list(o.target)
+    opts = checked(
+        targets=names, seed=o.seed, cases_per_op=o.cases_per_op, ops=split_list(o.ops),
+        case_files=o.case_file, tolerance_file=o.tolerance, scheme=o.scheme, warmup=o.warmup,
+        repeats=o.repeats, batch_size=o.batch_size, timeout=o.timeout,
+        latency_cases=o.latency_cases if o.latency_cases is not None else _default_latency_cases(devices, device),
+        ahead=o.ahead, isolation=o.isolation, golden_cache=_golden_folder(o.golden_cache), waivers=o.waivers,
+        certify=o.certify,
+        target_options={"htp": {"htp_performance_mode": o.htp_performance_mode, "cache_dir": o.cache_dir},
+                        "netrun": {"profile": o.netrun_profile}})
+    if resumed is not None:
+        resume_mod.check_config(resumed, opts)
+    by_selector, unavailable = _targets(names, devices, device, opts.target_options)
+    targets, selectors = _named(by_selector)
+    opts = RunOptions(**{**opts.__dict__, "targets": tuple(selectors[n] for n in targets)})
+    cases = load_case_files(list(opts.case_files), opts.scheme) if opts.case_files else None
+    graph = feeds = None
+    if harvest is not None:
+        if opts.case_files:
+            raise QconformError("--model and --case-file each give the run's cases: give one",
+                                field="--model", rule="one source of cases")
+        graph, feeds, cases = harvest(opts)
+    if cases is not None and opts.ops:
+        cases = [c for c in cases if c.op in opts.ops]
+    policy, waivers = load_policy(opts.tolerance_file), load_waivers(list(opts.waivers))
+    policy_text = Path(policy.source).read_bytes()
+    digest = hashlib.sha256(policy_text).hexdigest()
+    device_text = device.text if device is not None else None
+    # failure files given again must be judged as their run judged them (suite/harness/repro.py)
+    reruns = check_reruns(list(opts.case_files), targets=list(opts.targets), scheme=opts.scheme,
+                          tolerance_digest=digest, device=device_text,
+                          timeout=opts.timeout) if opts.case_files else []
+    if resumed is not None and resumed.options.get("tolerance_digest") not in (None, digest):
+        raise QconformError("was judged under another tolerance policy (sha256 "
+                            f"{resumed.options['tolerance_digest'][:12]}...): give --tolerance="
+                            f"{Path(resumed.dir) / TOLERANCE_COPY}", source=str(resumed.dir),
+                            field="--resume", rule="a resumed run keeps its tolerance policy")
+    return RunSetup(opts=opts, targets=targets, selectors=selectors, unavailable=unavailable, cases=cases,
+                    policy=policy, waivers=waivers, policy_text=policy_text, tolerance_digest=digest,
+                    reruns=reruns, resumed=resumed, device_text=device_text, graph=graph, model_feeds=feeds)
+
+
+def _default_latency_cases(devices: list, device) -> int:
+    """3; 0 when this process drives only emulated devices (``qemu:``): each case alone costs
+    one more start of the emulated runtime, for a latency that says nothing of the board."""
+    if devices and all(d.kind == "qemu" for d in ([device] if device else devices)):
+        return 0
+    return 3
+
+
+def _targets(names: list[str], devices: list, device, options: dict) -> tuple[dict, dict]:
+    """The targets by --target value (bound to this process's device with --device), and the
+    default targets not available here with why. An unknown or unavailable requested target is an error."""
+    if devices:
+        if not names:
+            raise QconformError("--device needs --target (e.g. --target=htp)", field="--device")
+        return device_targets(names, device, devices, options), {}
+    chosen, unavailable = {}, {}
+    for n in names or DEFAULT_TARGETS:
+        t = get_target(n, **options.get(n, {}))
+        ok, why = t.availability()
+        if ok:
+            chosen[n] = t
+        elif names:
+            raise QconformError(f"target '{n}' is not available on this machine: {why}", field="--target",
+                                rule="requested targets must be available (see `qconform targets`)")
+        else:
+            unavailable[n] = why
+    return chosen, unavailable
+
+
+def _named(by_selector: dict) -> tuple[dict, dict]:
+    """The targets by the name rows and test ids give them (targets.target_name: a module:Class
+    target's own name), and each name's --target value."""
+    named, selectors = {}, {}
+    for sel, t in by_selector.items():
+        name = target_name(sel)
+        if name in named:
+            raise QconformError(f"'{selectors[name]}' and '{sel}' are both named '{name}'",
+                                field="--target", rule="one name, one target")
+        named[name], selectors[name] = t, sel
+    return named, selectors
+
+
+def _golden_folder(option: str | None) -> str | None:
+    d = folder_of(option)
+    return str(d) if d is not None else None
