@@ -7,7 +7,7 @@ end, which adds what the rows say and writes it again::
     run_id, suite_version, git {commit, branch, dirty}, started, finished, exit_status,
     interrupted, command, options {seed, cases_per_op, ops, targets, scheme, tolerance {file,
     version}, warmup, repeats, batch_size, case_files, waivers, certify, report_dir, workers},
-    host {hostname, platform, machine, python, cpu_count, cpu_model, numpy},
+    host {hostname, platform, machine, python, cpu_count, cpu_model, numpy, isa},
     targets {name: {description, expected_scheme, versions {component: version}, devices}},
     unavailable_targets {name: reason}; at the end: counts {status: n}, cost {...}, devices_seen
 """
@@ -58,10 +58,12 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def host_info() -> dict[str, Any]:
+def host_info(isa: list[str] | None = None) -> dict[str, Any]:
+    """This host; ``isa``: the ISA extensions the runtimes dispatch on (targets.device_runner.isa_flags),
+    sorted."""
     return {"hostname": socket.gethostname(), "platform": platform.platform(), "machine": platform.machine(),
             "python": sys.version.split()[0], "cpu_count": os.cpu_count(), "cpu_model": _cpu_model(),
-            "numpy": numpy.__version__}
+            "numpy": numpy.__version__, "isa": list(isa) if isa is not None else None}
 
 
 def now() -> str:
@@ -70,13 +72,13 @@ def now() -> str:
 
 def run_info(*, run_id: str, options: dict, targets: dict[str, dict], unavailable: dict[str, str], started: str,
              command: list[str], finished: str | None = None, exit_status: int | None = None,
-             interrupted: bool = False) -> dict[str, Any]:
+             interrupted: bool = False, isa: list[str] | None = None) -> dict[str, Any]:
     """The run.json document. ``targets``: name -> {description, expected_scheme,
     versions {component: version}, devices (remote targets)}; ``unavailable``: name -> why."""
     return {
         "format": FORMAT, "run_id": run_id, "suite_version": __version__, "git": git_info(),
         "started": started, "finished": finished, "exit_status": exit_status, "interrupted": bool(interrupted),
-        "command": list(command), "options": dict(options), "host": host_info(),
+        "command": list(command), "options": dict(options), "host": host_info(isa),
         "targets": {name: dict(t) for name, t in targets.items()},
         "unavailable_targets": dict(unavailable),
     }
