@@ -84,9 +84,10 @@ def run_info(*, run_id: str, options: dict, targets: dict[str, dict], unavailabl
     }
 
 
-def with_results(doc: dict[str, Any], *, counts: dict[str, int], rows: int, devices: list[str]) -> dict[str, Any]:
+def with_results(doc: dict[str, Any], *, counts: dict[str, int], rows: int, devices: list[str],
+                 isa: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """``doc`` plus what the rows say: ``counts`` per status, the number of rows and the run's
-    wall time in ``cost``, and the devices seen (farm runs)."""
+    wall time in ``cost``, the devices seen (farm runs) and each one's ISA flags (``devices_isa``)."""
     out = dict(doc)
     out["counts"] = dict(counts)
     cost: dict[str, Any] = {**(doc.get("cost") or {}), "rows": rows}
@@ -96,6 +97,33 @@ def with_results(doc: dict[str, Any], *, counts: dict[str, int], rows: int, devi
     out["cost"] = cost
     if devices:
         out["devices_seen"] = sorted(devices)
+    if isa:
+        out["devices_isa"] = {d: list(flags) for d, flags in sorted(isa.items())}
+    return out
+
+
+def machines(doc: dict[str, Any] | None) -> list[str]:
+    """One line per machine the run used, for a report's header: this host (CPU, ISA flags), then
+    each device with its ISA flags (run.json's device facts, or ``devices_isa`` from the rows)."""
+    doc = doc or {}
+    h = doc.get("host") or {}
+    out = []
+    if h:
+        isa = h.get("isa")
+        out.append(f"host {h.get('hostname')}: {h.get('cpu_model')} x {h.get('cpu_count')} ({h.get('machine')}), ISA "
+                   + (" ".join(isa) if isa else "none listed" if isa is not None else "not recorded"))
+    devices: dict[str, dict] = {}
+    for t in (doc.get("targets") or {}).values():
+        for label, facts in ((t or {}).get("devices") or {}).items():
+            if isinstance(facts, dict) and "isa" in facts:
+                devices.setdefault(label, facts)
+    for label, isa in (doc.get("devices_isa") or {}).items():
+        devices.setdefault(label, {"isa": isa})
+    for label, facts in sorted(devices.items()):
+        isa = facts.get("isa")
+        isa = isa.split() if isinstance(isa, str) else isa or []
+        soc = f"{facts['soc']}, " if facts.get("soc") else ""
+        out.append(f"device {label}: {soc}ISA {' '.join(isa) or 'none listed'}")
     return out
 
 

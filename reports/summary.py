@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from reports.causes import BiasTally, SchemeTally, judge_group
+from reports.runinfo import machines
 from suite.core.verdict import ERRORS, Status
 
 COLUMNS = ["op", "target", "cases", "passed", "failed", "unsupported", "errors", "bit_exact_pct",
@@ -342,6 +343,7 @@ def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[d
     reports.crossdevice), then the whole table."""
     word, line = verdict(totals(summary), run_info)
     out = [f"# qconform summary\n\n**{word}: {line}**\n"]
+    out += [f"- {_md(m)}" for m in machines(run_info)] + ([""] if run_info else [])
     if new:
         out.append("## New failures\n")
         out.append("| case | target | status | max_abs_lsb | worst element | reason | reproduce |\n|---|---|---|---|---|---|---|")
