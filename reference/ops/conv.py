@@ -166,9 +166,9 @@ def pairs_int16(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def _u8s8_pairs(scheme, x: np.ndarray, w: np.ndarray) -> bool:
-    """Whether ``scheme`` sums these products as :func:`pairs_int16` (uint8 inputs x int8 weights)."""
-    return scheme.int16_pairs and x.dtype == np.uint8 and w.dtype == np.int8
+def _u8s8_pairs(scheme, x_t, w_t) -> bool:
+    """Whether ``scheme`` sums these tensors' products as :func:`pairs_int16` (uint8 inputs x int8 weights)."""
+    return scheme.int16_pairs and x_t.dtype == "uint8" and w_t.dtype == "int8"
 
 
 def conv_acc(x: np.ndarray, z_in: int, w: np.ndarray, stride, dil, pads, out_hw,
@@ -504,7 +504,7 @@ def conv_2d(case, scheme):
     stride, dil, pads, (oh, ow) = _spatial(case, (h, wd), (kh, kw), n, o)
     x = np.asarray(x_t.data).reshape(x_t.shape)
     w = np.asarray(w_t.data).reshape(w_t.shape)
-    pairs = _u8s8_pairs(scheme, x, w)
+    pairs = _u8s8_pairs(scheme, x_t, w_t)
     acc = conv_acc(x, zp(x_t), w, stride, dil, pads, (oh, ow), groups, pairs)
     bias = _bias(case, 2, o)
     bound = _acc_bound(kh * kw * cw, x, zp(x_t), w, bias)
@@ -649,7 +649,7 @@ def fully_connected(case, scheme):
     out = case.outputs[0]
     lo, hi = act_range(case, out)
     s_in, s_out, z_out = scale(x_t), scale(out), zp(out)
-    if _u8s8_pairs(scheme, x2, w):   # sum (w - z_w)(x - z_in) with sum w * x as vpmaddubsw forms it
+    if _u8s8_pairs(scheme, x_t, w_t):   # sum (w - z_w)(x - z_in) with sum w * x as vpmaddubsw forms it
         z_in = zp(x_t)
         sums = (pairs_int16(x2, w) - z_in * w.sum(axis=1, dtype=np.int64)[None, :]
                 - z_w * x2.sum(axis=1, dtype=np.int64)[:, None] + k * z_in * z_w)
@@ -704,7 +704,7 @@ def batch_matmul(case, scheme):
         raise QconformError(f"batch dimensions {list(a.shape[:-2])} and {list(b.shape[:-2])} do not "
                             f"broadcast", field="inputs[1].shape", rule="BATCH_MATMUL broadcasting") from None
     _expect_shape(case, tuple(batch) + (a.shape[-2], b.shape[-1]), "BATCH_MATMUL")
-    if _u8s8_pairs(scheme, a, b):   # as FULLY_CONNECTED's, per batch entry
+    if _u8s8_pairs(scheme, a_t, b_t):   # as FULLY_CONNECTED's, per batch entry
         k, z_a, z_b = a.shape[-1], zp(a_t), zp(b_t)
         ab = np.broadcast_to(a, tuple(batch) + a.shape[-2:]).reshape(-1, *a.shape[-2:])
         bb = np.broadcast_to(b, tuple(batch) + b.shape[-2:]).reshape(-1, *b.shape[-2:])
