@@ -36,7 +36,9 @@ versions, HTP performance mode). The last line on stdout is
 
 from __future__ import annotations
 
+import ctypes
 import json
+import mmap
 import os
 import platform
 import subprocess
@@ -140,8 +142,6 @@ def _x86_cpuid_isa():
     """The X86_ISA flags the CPU reports through CPUID and the OS enables in XCR0: what the
     runtimes see, also under QEMU user mode, where /proc/cpuinfo is the host's, not the emulated
     CPU's. None if code cannot be run from memory here."""
-    import ctypes
-    import mmap
     try:
         page = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
                          prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)

@@ -139,14 +139,14 @@ def test_the_htp_cases_fall_in_their_findings_regions(tmp_path):
 # ----------------------------------------------------------------------------- under QEMU
 
 @needs_qemu_x86
-@pytest.mark.parametrize("cpu, isa", [("Haswell", ["avx2", "fma", "sse4_1"]), ("Nehalem", ["sse4_1"])])
-def test_the_emulated_cpu_s_isa_is_cpuid_s_not_the_host_s(cpu, isa):
-    """Under qemu-x86_64 /proc/cpuinfo is this host's; the device runner reads CPUID, which QEMU emulates."""
-    t = make_transport(parse_device(f"qemu-x86:?cpu={cpu}&qemu={QEMU_X86}"))
+def test_the_emulated_cpu_s_isa_is_cpuid_s_not_the_host_s():
+    """Under qemu-x86_64 /proc/cpuinfo is this host's; the device runner reads CPUID, which QEMU emulates
+    (Haswell's: the smoke below)."""
+    t = make_transport(parse_device(f"qemu-x86:?cpu=Nehalem&qemu={QEMU_X86}"))
     res = t.run([t.python, str(Path(device_runner.__file__)), "--probe"], timeout=120)
     assert res.rc == 0, res.tail()
     facts = json.loads(res.stdout.strip().splitlines()[-1])
-    assert facts["isa"] == isa, facts
+    assert facts["isa"] == ["sse4_1"], facts
 
 
 @needs_qemu_x86
