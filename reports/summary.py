@@ -343,7 +343,8 @@ def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[d
     reports.crossdevice), then the whole table."""
     word, line = verdict(totals(summary), run_info)
     out = [f"# qconform summary\n\n**{word}: {line}**\n"]
-    out += [f"- {_md(m)}" for m in machines(run_info)] + ([""] if run_info else [])
+    where = machines(run_info)
+    out += [f"- {_md(m)}" for m in where] + ([""] if where else [])
     if new:
         out.append("## New failures\n")
         out.append("| case | target | status | max_abs_lsb | worst element | reason | reproduce |\n|---|---|---|---|---|---|---|")

@@ -137,8 +137,8 @@ SETTINGS: dict[str, tuple[tuple[str, ...], Callable[[str], Any], str]] = {
                         f"whole seconds from 1 to {CONNECT_TIMEOUT_MAX_S}"),
     "adb": (("adb",), _text, "the adb client, not empty"),
     "server": (("adb",), _adb_socket, "tcp:[HOST:]PORT or localfilesystem:PATH"),
-    "qemu": (("qemu", "qemu-x86"), _host_file, "the qemu-aarch64 (qemu:) or qemu-x86_64 (qemu-x86:) binary, a file "
-             "on this host (QEMU >= 8.1)"),
+    "qemu": (("qemu", "qemu-x86"), _host_file, "the qemu-aarch64 binary (qemu-x86: the qemu-x86_64 one), a file on "
+             "this host (QEMU >= 8.1)"),
     "cpu": (("qemu", "qemu-x86"), _qemu_cpu, "a QEMU CPU model, e.g. neoverse-n1 or cortex-a76 (qemu:), Haswell or "
             "Nehalem (qemu-x86:)"),
     "site_packages": (("qemu",), _host_dir, "the folder of the board's Python packages, on this host"),
