@@ -28,6 +28,7 @@ from reports.runinfo import host_info
 from suite.bench import golden, suite_run, throughput
 from suite.bench.cases import OPS
 from suite.core.errors import QconformError
+from targets.device_runner import isa_flags
 
 THROUGHPUT_TARGETS = ["tflite", "tflite-ref", "ort", "htp"]
 CASES_PER_OP = 30   # the default run's
