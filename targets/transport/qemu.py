@@ -125,7 +125,14 @@ class QemuX86Transport(LocalTransport):
         self.qemu = spec.get("qemu")
         self.cpu = spec.get("cpu") or QEMU_X86_CPU_DEFAULT
 
-    available = QemuTransport.available
+    def available(self) -> tuple[bool, str]:
+        line, version = qemu_version(self.qemu)
+        if version is None:
+            return False, f"{self.qemu} is not a QEMU binary ({line})"
+        if version[:2] < QEMU_MIN:   # (measured with QEMU 10 only; 7.2 is Debian 12's)
+            return False, (f"{self.qemu} is {line}: qemu-x86 wants QEMU >= {'.'.join(map(str, QEMU_MIN))}; "
+                           f"scripts/setup-arm64.sh keeps Debian 13's QEMU 10 beside the ARM64 board")
+        return True, f"QEMU {'.'.join(map(str, version))} user mode, -cpu {self.cpu}"
 
     def facts(self) -> dict[str, Any]:
         line, version = qemu_version(self.qemu)
