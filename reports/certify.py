@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from suite.core.verdict import ERRORS, Status
+from suite.core.errors import QconformError
+from suite.core.userfile import read_text
 
 FORMAT = "qconform-certificate/1"
 VERDICTS = ("bit-exact", "conformant within tolerance", "non-conformant", "unsupported")
@@ -254,4 +256,7 @@ def read_certificate(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if p.is_dir():
         p = p / CERT_JSON
-    return json.loads(p.read_text())
+    try:
+        return json.loads(read_text(p, "certificate", kind="run"))
+    except (ValueError, RecursionError) as e:
+        raise QconformError(f"not valid JSON: {str(e)[:200]}", source=str(p), rule="certificate.json") from None

@@ -28,6 +28,8 @@ import numpy
 
 from reports.results import write_json
 from suite import __version__
+from suite.core.errors import QconformError
+from suite.core.userfile import read_text
 
 RUN_JSON = "run.json"
 FORMAT = "qconform-run/1"
@@ -104,7 +106,7 @@ def write_run_info(run_dir: str | Path, doc: dict[str, Any]) -> Path:
 
 def read_run_info(run_dir: str | Path) -> dict[str, Any] | None:
     try:
-        doc = json.loads((Path(run_dir) / RUN_JSON).read_text())
-    except (OSError, ValueError):
+        doc = json.loads(read_text(Path(run_dir) / RUN_JSON, RUN_JSON, kind="run"))
+    except (QconformError, ValueError, RecursionError):
         return None
     return doc if isinstance(doc, dict) else None

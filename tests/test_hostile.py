@@ -112,3 +112,63 @@ def test_a_rerun_of_a_failure_file_never_loads_its_target(tmp_path):
                          tolerance_digest="0" * 64, device=None, timeout=60.0)
     assert found and "qc_helpers" not in sys.modules and not (d / "marker").exists()
     assert not isinstance(found, QconformError)
+
+
+# ----------------------------------------------------------------------------- 2. bounded, typed reads
+
+def _readers(d: Path):
+    """Each reader of a file a user hands the suite, as fn(path) -> anything."""
+    from reports.certify import read_certificate
+    from suite.cases.files import load_case_files
+    from suite.core.case import load_case
+    from suite.core.encodings import read_encodings
+    from suite.core.tolerance import load_policy
+    from suite.core.waivers import load_waivers
+    from suite.harness.repro import digest_of
+    from suite.models.tflite import read_model
+    return {"case": load_case, "case folder": lambda p: load_case_files([str(p.parent)]),
+            "tolerance": load_policy, "waivers": lambda p: load_waivers([str(p)]), "encodings": read_encodings,
+            "certificate": read_certificate, "tolerance digest": digest_of, "tflite model": read_model}
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "folder"])
+def test_every_reader_takes_only_a_regular_file(tmp_path, kind):
+    for what, read in _readers(tmp_path).items():
+        if kind == "folder" and what == "certificate":
+            continue   # (a folder is a run folder: its certificate.json is read)
+        d = tmp_path / what.replace(" ", "-")
+        d.mkdir()
+        p = d / "x.json"
+        if kind == "fifo":
+            os.mkfifo(p)             # an open that waited for a writer would hang here
+        elif kind == "dev-zero":
+            p.symlink_to("/dev/zero")
+        else:
+            p.mkdir()
+        with pytest.raises(QconformError) as e:
+            read(p)
+        assert "not a regular file" in str(e.value) or "a folder" in str(e.value), (what, str(e.value))
+
+
+def test_a_file_over_its_bound_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    from suite.core import userfile
+    from suite.core.case import load_case
+    from suite.core.tolerance import load_policy
+    monkeypatch.setitem(userfile.LIMITS, "case", 1000)
+    monkeypatch.setitem(userfile.LIMITS, "toml", 1000)
+    big = tmp_path / "big.json"
+    big.write_text(" " * 1001)
+    with pytest.raises(QconformError, match="more than 1000"):
+        load_case(big)
+    with pytest.raises(QconformError, match="more than 1000") as e:
+        load_policy(big)
+    assert e.value.field == "--tolerance"
+
+
+def test_a_run_folder_whose_run_json_is_a_fifo_is_refused(tmp_path):
+    from suite.harness import resume
+    (tmp_path / "run").mkdir()
+    os.mkfifo(tmp_path / "run" / "run.json")
+    with pytest.raises(QconformError, match="FIFO") as e:
+        resume.open_run(str(tmp_path / "run"))
+    assert e.value.field == "--resume"

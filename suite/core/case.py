@@ -21,6 +21,7 @@ import numpy as np
 from suite.core.dtypes import DTYPES
 from suite.core.errors import QconformError
 from suite.core.spec import known_ops, tables
+from suite.core.userfile import read_text
 
 FORMAT = "qconform-case/1"
 
@@ -218,12 +219,7 @@ def load_case(path: str | os.PathLike) -> Case:
     """Read and validate one case file; raises QconformError naming the field and rule."""
     path = Path(path)
     src = str(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise QconformError(f"cannot read case file: {e.strerror}", source=src) from None
-    except UnicodeDecodeError:
-        raise QconformError("case file is not UTF-8 text", source=src, rule="JSON text") from None
+    text = read_text(path, "case file")
     try:
         obj = json.loads(text, object_pairs_hook=_no_duplicates)
     except _DuplicateKey as e:

@@ -21,6 +21,7 @@ from typing import Any
 from suite.core.case import expand_case_paths
 from suite.core.errors import QconformError
 from suite.core.tolerance import DEFAULT_FILE
+from suite.core.userfile import read_bytes, read_text
 from targets import BUILTIN
 
 JUDGED = "judged"
@@ -30,7 +31,7 @@ REPRO_REPORT_DIR = "/tmp/qconform-repro"
 
 def digest_of(path: str | Path) -> str:
     """SHA-256 of a file's bytes (a tolerance policy is judged by its exact text)."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return hashlib.sha256(read_bytes(path, "tolerance policy", "--tolerance", "toml")).hexdigest()
 
 
 def judged_section(*, target: str, device: str | None, scheme: str, tolerance_file: str,
@@ -55,8 +56,8 @@ def repro_command(judged: dict[str, Any], failure_file: str | Path) -> str:
 def read_judged(path: str | Path) -> dict[str, Any] | None:
     """The ``judged`` section of a case file (None for a plain case file)."""
     try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+        doc = json.loads(read_text(path, "case file"))
+    except (QconformError, ValueError, RecursionError):
         return None   # (the case loader reports a file it cannot read)
     j = doc.get(JUDGED) if isinstance(doc, dict) else None
     return j if isinstance(j, dict) else None

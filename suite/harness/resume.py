@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.core.errors import QconformError
+from suite.core.userfile import read_text
 from targets import BUILTIN
 
 #: (run.json options key, RunConfig attribute, command-line option)
@@ -58,12 +59,12 @@ def open_run(run_dir: str, report_dir: str | None = None) -> Resume:
         raise QconformError("no such run directory", source=str(d), field="--resume",
                             rule="--resume takes the report folder of an earlier run")
     p = d / "run.json"
-    try:
-        info = json.loads(p.read_text())
-    except OSError:
+    if not p.exists() and not p.is_symlink():
         raise QconformError("has no run.json: not the report folder of a run (or the run never started)",
-                            source=str(d), field="--resume", rule="--resume takes the report folder of an earlier run") from None
-    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+                            source=str(d), field="--resume", rule="--resume takes the report folder of an earlier run")
+    try:
+        info = json.loads(read_text(p, "run.json", "--resume", "run"))
+    except (ValueError, RecursionError) as e:
         raise QconformError(f"run.json is not valid JSON ({e})", source=str(p), field="--resume",
                             rule="run.json as qconform writes it") from None
     opts = info.get("options") if isinstance(info, dict) else None

@@ -16,6 +16,7 @@ from suite.cases.files import load_case_files
 from suite.core.case import Case
 from suite.core.errors import QconformError
 from suite.core.tolerance import load_policy
+from suite.core.userfile import read_bytes
 from suite.core.waivers import load_waivers
 from suite.harness import resume as resume_mod
 from suite.harness.goldens import folder_of
@@ -83,7 +84,7 @@ def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | 
     if cases is not None and opts.ops:
         cases = [c for c in cases if c.op in opts.ops]
     policy, waivers = load_policy(opts.tolerance_file), load_waivers(list(opts.waivers))
-    policy_text = Path(policy.source).read_bytes()
+    policy_text = read_bytes(policy.source, "tolerance file", "--tolerance", "toml")
     digest = hashlib.sha256(policy_text).hexdigest()
     device_text = device.text if device is not None else None
     # failure files given again must be judged as their run judged them (suite/harness/repro.py)
