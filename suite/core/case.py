@@ -20,7 +20,7 @@ import numpy as np
 
 from suite.core.dtypes import DTYPES
 from suite.core.errors import QconformError
-from suite.core.spec import known_ops, tables
+from suite.core.spec import known_ops, tables, with_defaults
 from suite.core.userfile import read_text
 
 FORMAT = "qconform-case/1"
@@ -29,6 +29,7 @@ FORMAT = "qconform-case/1"
 #: (the characters and length suite/harness/folder.py's safe_name keeps: the file name is the id)
 ID_CHARS = "A-Za-z0-9._~+-"
 ID_MAX = 120
+DIM_MAX = (1 << 31) - 1   # a dimension or index LiteRT can hold (int32)
 ID_RULE = f"a case id is 1 to {ID_MAX} of [{ID_CHARS}], not starting with '.'"
 _ID = re.compile(f"[{ID_CHARS}]{{1,{ID_MAX}}}")
 
@@ -296,8 +297,9 @@ def case_from_dict(obj: Any, source: str = "<case>") -> Case:
         if why:
             v.fail("id", why, ID_RULE)
     index = obj.get("index", 0)
-    if not isinstance(index, int) or isinstance(index, bool):
-        v.fail("index", "must be an integer", "integer field")
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index <= DIM_MAX:
+        v.fail("index", f"must be an integer in [0, {DIM_MAX}] (got {str(index)[:40]})", "integer field")
+    attrs = with_defaults(op, spec_name, attrs)   # one value for the golden and every target
     return Case(op=op, inputs=inputs, outputs=outputs, attrs=attrs, id=obj.get("id", ""),
                 variant=obj.get("variant", "file"), index=index, clause=obj.get("clause", ""),
                 spec=spec_name, description=obj.get("description", ""), source=source)
@@ -322,12 +324,17 @@ class _Validator:
         if (not isinstance(shape, list)
                 or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
             self.fail(f"{where}.shape", "must be a list of non-negative integers", "shape")
+        if any(d > DIM_MAX for d in shape):
+            self.fail(f"{where}.shape", f"a dimension above {DIM_MAX} (got {shape})"[:200], "dimension <= 2^31 - 1")
         if len(shape) > 8:
             self.fail(f"{where}.shape", f"rank {len(shape)} is above the supported 8", "rank <= 8")
         size = math.prod(shape)
         if size > 64 * 1024 * 1024:
             self.fail(f"{where}.shape", f"{size} elements is above the supported 2^26", "size limit")
         data = None
+        if "data" in t and not need_data:
+            self.fail(f"{where}.data", "an output's values are what the golden computes: a case gives none "
+                      "(a failure file keeps a target's as \"got\" and the golden's as \"want\")", "outputs carry no data")
         if "data" in t:
             raw = t["data"]
             if not isinstance(raw, list):
