@@ -252,8 +252,11 @@ def expand_case_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
         except (OSError, ValueError) as e:   # a name too long, a NUL byte
             raise QconformError(f"cannot read: {e}", source=str(p)[:200], field="--case-file") from None
         if is_dir:
-            out.extend(sorted(q for q in p.rglob("*.json")
-                              if not q.name.endswith((".golden.json", ".result.json"))))
+            found = sorted(q for q in p.rglob("*.json") if not q.name.endswith((".golden.json", ".result.json")))
+            if not found:   # else a run of nothing: pytest's silent status 5
+                raise QconformError("holds no case files (*.json)", source=str(p), field="--case-file",
+                                    rule="a folder of case files")
+            out.extend(found)
         elif exists:
             out.append(p)
         else:
