@@ -272,11 +272,13 @@ def verdict(t: dict[str, int], run_info: dict | None) -> tuple[str, str]:
     status = (run_info or {}).get("exit_status")
     if t["new"] or t.get("groups_new"):
         return "FAIL", line
-    if not run_info or not run_info.get("finished") or run_info.get("interrupted") or status == 2:
+    if not run_info or not run_info.get("finished") or run_info.get("interrupted"):
         return "INCOMPLETE", f"the run did not finish; {line}"
     missing = missing_rows(run_info, (run_info.get("cost") or {}).get("rows") or 0)
     if missing:   # every planned case needs its row before the run can pass
         return "INCOMPLETE", f"{missing} of {run_info['planned']} planned results have no row; {line}"
+    if status == 2:
+        return "INCOMPLETE", f"the run did not finish; {line}"
     if status not in (0, None):
         return "FAIL", f"pytest's exit status was {status} (see its output: e.g. known failures under --runxfail); {line}"
     return "PASS", line
