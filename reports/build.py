@@ -39,7 +39,7 @@ from reports.results import (
     write_atomic,
     write_json,
 )
-from reports.runinfo import RUN_JSON, read_run_info, with_results, write_run_info
+from reports.runinfo import RUN_JSON, missing_rows, read_run_info, with_results, write_run_info
 from reports.summary import SUMMARY_CSV, SUMMARY_MD, Summary, markdown_file, to_csv
 from suite.core.tolerance import load_policy
 from suite.core.verdict import Status
@@ -60,6 +60,8 @@ class Report:
     groups: list[dict] = field(default_factory=list)
     #: per (op, target) run on several devices: the cases whose outputs differ bit-wise (reports/crossdevice.py)
     cross: list[dict] = field(default_factory=list)
+    #: planned results (run.json's ``planned``) without a row: such a run is INCOMPLETE, never PASS
+    missing: int = 0
 
 
 class _Tally:
@@ -176,8 +178,11 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
             report.groups = [{"op": k[0], "target": k[1], **f} for k, fs in summary.verdicts.items() for f in fs]
         except Exception as e:  # noqa: BLE001
             failed["summary"] = e
+    report.missing = missing_rows(info, tally.rows) if "tally" not in failed else 0
     if run_info is not None and run_info.get("exit_status") == 0 and any(not g["finding"] for g in report.groups):
         info = run_info = {**run_info, "exit_status": 1}   # as the plugin sets pytest's (suite/plugin.py)
+    elif run_info is not None and run_info.get("exit_status") == 0 and report.missing:
+        info = run_info = {**run_info, "exit_status": 2}   # (pytest's "interrupted": suite/plugin.py)
     if run_info is not None:
         if "tally" not in failed:
             info = with_results(run_info, counts=report.counts, rows=tally.rows, devices=list(tally.devices))

@@ -5,7 +5,7 @@ interrupted run still says what it was) and passes it to ``reports.write_reports
 end, which adds what the rows say and writes it again::
 
     run_id, suite_version, git {commit, branch, dirty}, started, finished, exit_status,
-    interrupted, command, options {seed, cases_per_op, ops, targets, scheme, tolerance {file,
+    interrupted, planned (results a complete run writes; from collection), command, options {seed, cases_per_op, ops, targets, scheme, tolerance {file,
     version}, warmup, repeats, batch_size, case_files, waivers, certify, report_dir, workers},
     host {hostname, platform, machine, python, cpu_count, cpu_model, numpy},
     targets {name: {description, expected_scheme, versions {component: version}, devices}},
@@ -97,6 +97,15 @@ def with_results(doc: dict[str, Any], *, counts: dict[str, int], rows: int, devi
     if devices:
         out["devices_seen"] = sorted(devices)
     return out
+
+
+def missing_rows(doc: dict[str, Any] | None, rows: int) -> int:
+    """How many of the run's planned results (``planned``: written once the run's tests are
+    collected) have no row among ``rows``; 0 when the plan is unknown."""
+    planned = (doc or {}).get("planned")
+    if isinstance(planned, bool) or not isinstance(planned, int):
+        return 0
+    return max(0, planned - rows)
 
 
 def write_run_info(run_dir: str | Path, doc: dict[str, Any]) -> Path:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from reports.causes import BiasTally, SchemeTally, judge_group
+from reports.runinfo import missing_rows
 from suite.core.verdict import ERRORS, Status
 
 COLUMNS = ["op", "target", "cases", "passed", "failed", "unsupported", "errors", "bit_exact_pct",
@@ -265,12 +266,18 @@ def verdict_line(t: dict[str, int]) -> str:
 
 def verdict(t: dict[str, int], run_info: dict | None) -> tuple[str, str]:
     """The run in one word and a line: FAIL (a new failure, or pytest's exit status was not 0),
-    INCOMPLETE (no run.json, or the run did not finish: what ran so far is no PASS) or PASS."""
+    INCOMPLETE (no run.json, the run did not finish, or planned results have no row: what ran so
+    far is no PASS) or PASS."""
     line = verdict_line(t)
     status = (run_info or {}).get("exit_status")
     if t["new"] or t.get("groups_new"):
         return "FAIL", line
-    if not run_info or not run_info.get("finished") or run_info.get("interrupted") or status == 2:
+    if not run_info or not run_info.get("finished") or run_info.get("interrupted"):
+        return "INCOMPLETE", f"the run did not finish; {line}"
+    missing = missing_rows(run_info, (run_info.get("cost") or {}).get("rows") or 0)
+    if missing:   # every planned case needs its row before the run can pass
+        return "INCOMPLETE", f"{missing} of {run_info['planned']} planned results have no row; {line}"
+    if status == 2:
         return "INCOMPLETE", f"the run did not finish; {line}"
     if status not in (0, None):
         return "FAIL", f"pytest's exit status was {status} (see its output: e.g. known failures under --runxfail); {line}"

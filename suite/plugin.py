@@ -8,7 +8,12 @@ for it. Every option is in the "qconform" group of ``pytest --help``.
 
 from __future__ import annotations
 
-import signal
+from suite.harness.stop import Stop
+
+# SIGTERM/SIGINT are held from here, before the slow imports below: a signal while pytest starts
+# a run interrupts it with its run.json and reports (QconformSession), never kills it unrecorded
+_EARLY: Stop | None = Stop().install()
+
 from pathlib import Path
 
 import pytest
@@ -29,7 +34,7 @@ from suite.core.case import Case
 from suite.core.errors import QconformError
 from suite.core.verdict import Outcome, Status, Verdict
 from suite.harness import resume as resume_mod
-from suite.harness.folder import DiskError, RunFolder, new_run_id, write_whole
+from suite.harness.folder import DiskError, RunFolder, disk_error, new_run_id, write_whole
 from suite.harness.goldens import GoldenStore
 from suite.harness.hunt import Hunter, HuntOptions, findings_on
 from suite.harness.options import DEFAULT_REPORT_ROOT
@@ -160,12 +165,24 @@ def pytest_xdist_auto_num_workers(config):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "qconform: a conformance case of the qconform suite")
-    if not _is_conformance_run(config):
-        return
+    global _EARLY
+    early, _EARLY = _EARLY, None
+    controller = getattr(config, "workerinput", None) is None
+    if not _is_conformance_run(config) or not controller:
+        if early is not None:
+            early.release()
+        if not _is_conformance_run(config):
+            return
+    # SIGTERM/SIGINT from here on end the run as interrupted, however many come (suite/harness/stop.py)
+    stop = (early or Stop().install()) if controller else None
     try:
-        session = QconformSession(config)
-    except QconformError as e:
-        raise pytest.UsageError(str(e)) from None
+        session = QconformSession(config, stop)
+    except BaseException as e:
+        if stop is not None:
+            stop.restore()
+        if isinstance(e, QconformError):
+            raise pytest.UsageError(str(e)) from None
+        raise
     config.stash[SESSION] = session
     config.pluginmanager.register(session, "qconform-session")
 
@@ -206,8 +223,8 @@ def qc_verdict(request, qc_case) -> Verdict:
 class QconformSession:
     """One conformance run as pytest sees it: the run, its folder and its cases."""
 
-    def __init__(self, config):
-        self.config = config
+    def __init__(self, config, stop: Stop | None = None):
+        self.config, self.stop = config, stop
         o = config.option
         self.worker_input = getattr(config, "workerinput", None)
         self.controller = self.worker_input is None
@@ -246,9 +263,7 @@ class QconformSession:
         self.interrupted = False
         self.report = None
         self.hunters: dict = {}   # target -> its Hunter (--hunt), one worker process each
-        self._sigterm = None
-        if self.controller:   # SIGTERM (what CI sends) ends the run as Ctrl-C does: reports written
-            self._sigterm = signal.signal(signal.SIGTERM, _raise_interrupt)
+        self.planned: int | None = None   # rows this run is to write (its pairs x devices), once collected
 
     def versions(self, name: str) -> dict[str, str]:
         if self.run is not None:
@@ -338,8 +353,7 @@ class QconformSession:
         if self.resumed is None:
             return
         done = resume_mod.recorded(self.folder.path, self.run_id, self.resumed.offset)
-        need = len(parse_device_list(config.option.device)) if config.option.device and \
-            config.option.device_dist == "each" else 1
+        need = self._rows_per_pair()
         keep, drop = [], []
         for item in items:
             pair = _pair(item)
@@ -349,9 +363,23 @@ class QconformSession:
             items[:] = keep
         self.resumed.skipped = len(drop)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session):
+        if self.stop is not None:   # a signal during the set-up stops the run here, as interrupted
+            self.stop.raise_pending()
+
     def pytest_collection_finish(self, session):
+        pairs = [p for p in map(_pair, session.items) if p]
+        if self.controller and not self.distributed:   # what a complete run writes: run.json says it from now
+            self.planned = (len(pairs) + (self.resumed.skipped if self.resumed else 0)) * self._rows_per_pair()
+            self._doc["planned"] = self.planned
+            write_run_info(self.folder.path, self._doc)
         if self.run is not None:   # (an xdist worker runs only the groups it is given: each when asked)
-            self.run.plan((p for p in map(_pair, session.items) if p), lazy=not self.controller)
+            self.run.plan(pairs, lazy=not self.controller)
+
+    def _rows_per_pair(self) -> int:
+        o = self.config.option
+        return len(parse_device_list(o.device)) if o.device and o.device_dist == "each" else 1
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -392,14 +420,13 @@ class QconformSession:
         self.hunters = {}
 
     def pytest_sessionfinish(self, session, exitstatus):
-        if self._sigterm is not None:   # the report is written whole, even if SIGTERM comes again
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if self.stop is not None:   # from here a signal is counted, never raised: the reports are written whole
+            self.stop.armed = False
         self._close_hunters()
         if self.run is not None:
             self.run.close()
         if not self.controller:
             return
-        self.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         if self.resumed is not None:   # the exit status of the whole run, recorded rows included
             bad = any(Status(r.get("status", "error")).is_bad and not r.get("finding")
                       for r in iter_rows(self.folder.path) if r.get("run_id") == self.run_id)
@@ -407,27 +434,39 @@ class QconformSession:
                 session.exitstatus = 1
             elif not bad and session.exitstatus == 5:
                 session.exitstatus = 0
-        complete = (exitstatus in (0, 1, 5) and not self.interrupted and not session.shouldstop
-                    and not session.shouldfail)
         try:
             if self.graph is not None:   # layers.csv, models.csv: before the page, which shows them
                 write_model_reports(self.folder.path, self.graph, self.model_feeds, self.targets, self.policy,
                                     self.opts.scheme, {n: self.versions(n) for n in self.targets},
                                     timeout=10 * self.opts.timeout)
-            doc = self._write_run_info(finished=now(), exit_status=int(session.exitstatus),
-                                       interrupted=self.interrupted)
-            self.report = write_reports(self.folder.path, policy=self.policy,
-                                        parquet_in_child=True,
-                                        waivers=self.run.waivers if self.run else None,
-                                        certify=self.opts.certify, run_info=doc)
+            while True:   # a signal while the reports are written: written again, as interrupted
+                signals = self.stop.count if self.stop is not None else 0
+                self.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or signals > 0
+                if self.interrupted:
+                    session.exitstatus = pytest.ExitCode.INTERRUPTED
+                doc = self._write_run_info(finished=now(), exit_status=int(session.exitstatus),
+                                           interrupted=self.interrupted, planned=self.planned)
+                self.report = write_reports(self.folder.path, policy=self.policy,
+                                            parquet_in_child=True,
+                                            waivers=self.run.waivers if self.run else None,
+                                            certify=self.opts.certify, run_info=doc)
+                if self.interrupted or self.stop is None or self.stop.count == signals:
+                    break
             # an (op, target) failing as a whole (its bias, its declared scheme) fails the run; judged
             # from results.jsonl, so a resumed or xdist run gets the verdict of an uninterrupted one
             if session.exitstatus == 0 and any(not g["finding"] for g in self.report.groups):
                 session.exitstatus = 1
+            if session.exitstatus == 0 and self.report.missing:   # a planned case without a row is no pass
+                session.exitstatus = pytest.ExitCode.INTERRUPTED
+            complete = (session.exitstatus in (0, 1, 5) and not self.interrupted and not self.report.missing
+                        and not session.shouldstop and not session.shouldfail)
             if complete and not self.filtered:
                 self.folder.mark_latest()
         except QconformError as e:
             self.report_error = str(e)
+        except OSError as e:   # run.json cannot be written (full disk, read-only): one line naming it
+            self.report_error = str(disk_error(Path(e.filename or self.folder.path), e))
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         finally:
             self.folder.close()
 
@@ -458,15 +497,18 @@ class QconformSession:
             for p in self.run.goldens.store.problems:
                 tr.write_line(f"qconform: golden cache: {p}", yellow=True)
         tr.write_line(f"run folder: {self.folder.path}" + (" (interrupted)" if self.interrupted else ""))
+        short = (f" ({rep.missing} of {self.planned} planned results have no row)" if rep.missing else "")
         if rep.summary:   # the last qconform line: the verdict, new failures apart from known ones
             t = totals(rep.summary)
             tr.write_line(f"qconform: {verdict_line(t)}" + (" (interrupted: the results so far)" if self.interrupted
-                                                             else ""), red=bool(t["new"] or t["groups_new"]),
-                          green=not (t["new"] or t["groups_new"]), bold=True)
+                                                             else "") + short, red=bool(t["new"] or t["groups_new"]),
+                          green=not (t["new"] or t["groups_new"] or short), bold=True)
+        elif self.interrupted or short:
+            tr.write_line(f"qconform: INCOMPLETE: no case was judged{short}", red=True, bold=True)
 
     def pytest_unconfigure(self, config):
-        if self._sigterm is not None:
-            signal.signal(signal.SIGTERM, self._sigterm)
+        if self.stop is not None:
+            self.stop.restore()
         self._close_hunters()
         if self.run is not None:   # no session end (--markers, a plugin's sessionstart raised)
             self.run.close()
@@ -486,10 +528,6 @@ def _pair(item) -> tuple[Case, str] | None:
     cs = getattr(item, "callspec", None)
     case = cs.params.get("qc_case") if cs is not None else None
     return (case, item.cls.target) if case is not None else None
-
-
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt("SIGTERM")
 
 
 def _harvest(o):
