@@ -25,6 +25,9 @@ BUILTIN: dict[str, str] = {
     "tflite-ref": "targets.tflite:TfliteRefTarget",
     "ort": "targets.ort:OrtTarget",
     "htp": "targets.htp:HtpTarget",
+    "tflm": "targets.tflm:TflmTarget",
+    "openvino": "targets.openvino:OpenvinoTarget",
+    "tosa": "targets.tosa:TosaTarget",
     "netrun": "targets.netrun:NetrunTarget",   # needs --netrun-profile (docs/devices.md)
 }
 
