@@ -34,7 +34,6 @@ def load_runtime():
 class TflmTarget(Target):
     name = "tflm"
     description = "TensorFlow Lite for Microcontrollers, reference kernels (tflite-micro wheel)"
-    expected_scheme = "gemmlowp-fc-double"
 
     def availability(self):
         try:

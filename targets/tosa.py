@@ -41,7 +41,6 @@ def venv() -> Path:
 class TosaTarget(Target):
     name = "tosa"
     description = "Arm TOSA reference model on tosa-converter-for-tflite's lowering of the .tflite"
-    expected_scheme = "gemmlowp-fc-double"
 
     def availability(self):
         v = venv()
