@@ -105,3 +105,29 @@ def test_summary_md_names_the_witnesses():
     md = markdown_file([], None, [row], 1, review=[{"case": "SUB-y-001", "op": "SUB", "ran": "ort, tflite"}])
     assert "golden's value: ort; this target's: none" in md
     assert "Golden values for review: 1 cases" in md and "SUB-y-001" in md
+
+
+REPRODUCED = [f for f in findings() if f.case.startswith("tests/data/t25/")]
+
+
+@pytest.mark.parametrize("target", sorted({f.target[0] for f in REPRODUCED}))
+def test_findings_minimal_cases_reproduce(target):
+    """Each finding's minimal case, on its runtime (in a worker process: a crash is a verdict):
+    a crash finding crashes, a fail finding gives outputs other than the golden's."""
+    mine = [f for f in REPRODUCED if f.target[0] == target]
+    ex = executor_for(_target(target), "process", 120.0, 1)
+    cases = [load_case(ROOT / f.case) for f in mine]
+    try:   # each alone: OpenVINO optimizes a merged model as a whole (a DEQUANTIZE beside an ADD is exact)
+        for c in cases:
+            ex.submit([c], 1, Timing(0, 1))
+        outs = [ex.next()[1][0] for _ in cases]
+    finally:
+        ex.close()
+    for f, c, o in zip(mine, cases, outs):
+        if "crash" in f.status and o.status == "crash":
+            continue
+        if o.status == "error" and "error" in f.status:
+            continue
+        assert o.status == "ok", f"{f.id}: {o.status}: {o.reason}"
+        assert [np.asarray(g).ravel().tolist() for g in o.outputs] != \
+            [np.asarray(w).ravel().tolist() for w in golden(c)], f"{f.id}: now gives the golden's value"
