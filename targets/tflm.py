@@ -58,6 +58,15 @@ class TflmTarget(Target):
             return f"no TFLite builtin mapping for {case.op}"
         return None
 
+    def run(self, cases, timing: Timing) -> list[Outcome]:
+        outs = []
+        for c in cases:   # one model and interpreter each (TFLM runs a model's first subgraph only)
+            t0 = time.perf_counter()
+            o = self.safe_run_one(c, timing)
+            o.info.setdefault("target_s", round(time.perf_counter() - t0, 6))
+            outs.append(o)
+        return outs
+
     def run_one(self, case, timing: Timing) -> Outcome:
         built = tflite_model.build(case)
         rt = load_runtime()
