@@ -29,6 +29,7 @@ from pathlib import Path
 from reports.certify import CERT_JSON, CERT_MD, Certifier, WaiverCheck, read_certificate
 from reports.certify import to_markdown as certificate_markdown
 from reports.crossdevice import CrossDevice, cross_lines
+from reports.witness import Unwitnessed
 from reports.html import INDEX, Page, render
 from reports.parquet import PARQUET, ParquetSink, Shapes
 from reports.results import (
@@ -132,7 +133,9 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         report.errors.append(_error("group verdicts (bias, declared schemes)", e))
     summary, page, tally, check = Summary(judged, _versions(info), _expected(info)), Page(), _Tally(), WaiverCheck()
     cross = CrossDevice()
-    feeds = {"summary": summary.add, "page": page.add, "tally": tally.add, "waivers": check.add, "cross": cross.add}
+    unwitnessed = Unwitnessed()   # golden values no runtime of the run reproduces (reports/witness.py)
+    feeds = {"summary": summary.add, "page": page.add, "tally": tally.add, "waivers": check.add, "cross": cross.add,
+             "witness": unwitnessed.add}
     parquet = certifier = None
     try:
         if offsets and not parquet_in_child:
@@ -213,12 +216,14 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         report.errors.append(_error("the cross-device table", failed["cross"]))
     attempt(SUMMARY_CSV, ("summary",), lambda: write_atomic(d / SUMMARY_CSV, to_csv(report.summary)))
     new = (None, None) if "page" in failed else (page.new.first(), page.new.n)   # (the page's error is index.html's)
+    review = unwitnessed.cases() if "witness" not in failed else []
     attempt(SUMMARY_MD, ("summary",), lambda: write_atomic(d / SUMMARY_MD, markdown_file(
-        report.summary, info, *new, cross=report.cross)))
+        report.summary, info, *new, cross=report.cross, review=review)))
     if child is None:
         attempt(PARQUET, ("parquet",), lambda: parquet.close())
     attempt(INDEX, ("summary", "page"), lambda: write_atomic(
-        d / INDEX, render(page, report.summary, summary.pair_table(), info, cert, _models(d), cross=report.cross)))
+        d / INDEX, render(page, report.summary, summary.pair_table(), info, cert, _models(d), cross=report.cross,
+                          review=review)))
     if child is not None:
         attempt(PARQUET, (), lambda: _parquet_done(child, d))
     return report

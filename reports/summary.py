@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from reports import witness
 from reports.causes import BiasTally, SchemeTally, judge_group
 from reports.runinfo import missing_rows
 from suite.core.verdict import ERRORS, Status
@@ -343,7 +344,7 @@ def _md(v) -> str:
 
 
 def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[dict] | None = None,
-                  n_new: int | None = None, cross: list[dict] | None = None) -> str:
+                  n_new: int | None = None, cross: list[dict] | None = None, review: list[dict] | None = None) -> str:
     """summary.md: the verdict, the new failures (``new``: their rows, as reports.html.Page keeps
     them, ``n_new`` of them in all; and their (op, target)s), the cross-device table (``cross``:
     reports.crossdevice), then the whole table."""
@@ -351,9 +352,11 @@ def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[d
     out = [f"# qconform summary\n\n**{word}: {line}**\n"]
     if new:
         out.append("## New failures\n")
-        out.append("| case | target | status | max_abs_lsb | worst element | reason | reproduce |\n|---|---|---|---|---|---|---|")
+        out.append("| case | target | status | max_abs_lsb | worst element | witnesses | reason | reproduce |\n"
+                   "|---|---|---|---|---|---|---|---|")
         out += ["| " + " | ".join(_md(v) for v in (
             r.get("case_id"), r.get("target"), r.get("status"), r.get("max_abs_lsb"), worst_text(r),
+            witness.row_text(r) or None,   # (reports/witness.py)
             r.get("reason"), f"`{r['repro']}`" if r.get("repro") else None)) + " |" for r in new[:MD_NEW_CAP]]
         more = (n_new or len(new)) - min(len(new), MD_NEW_CAP)
         out.append(f"\n{more} more: index.html and results.jsonl list them all.\n" if more > 0 else "")
@@ -365,6 +368,9 @@ def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[d
     if whole:
         out.append("## (op, target)s failing as a whole (bias, declared scheme)\n\n"
                    + "".join(f"- {r['op']} on {r['target']}: {_md(r['group_failure'])}\n" for r in whole))
+    if review:   # ---- golden values no runtime reproduces (reports/witness.py)
+        out.append(f"## Golden values for review: {len(review)} cases that two runtimes or more ran, none bit-exact\n\n"
+                   + to_markdown(review[:MD_NEW_CAP]))
     if cross:
         out.append("## Same cases on other devices: outputs that differ bit-wise\n\n"
                    "`differ`: cases whose outputs are not bit-identical across the devices, of `compared`; "

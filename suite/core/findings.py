@@ -25,6 +25,10 @@ class Finding:
     #: for hunted cases (qconform hunt), which carry their params: any one of these tables of
     #: conditions, all of whose params hold; a finding without one matches them by ``variant``
     where: tuple[dict, ...] = ()
+    #: runtimes that give the golden's value on ``case`` (a case file, from the checkout's root):
+    #: independent confirmation of the golden where the finding's target disagrees with it
+    witnesses: tuple[str, ...] = ()
+    case: str = ""
 
     def matches(self, op: str, target: str, variant: str, status: str = "fail", params: dict | None = None) -> bool:
         if not (status in self.status and any(fnmatch.fnmatchcase(op, p) for p in self.op)
@@ -68,7 +72,11 @@ def findings() -> tuple[Finding, ...]:
         if not isinstance(where, list) or not all(isinstance(w, dict) and w for w in where):
             raise QconformError("must be a table of param conditions, or a list of them", source=str(FILE),
                                 field=f"finding[{i}].where", rule="where = {param = value | [lo, hi] | [a, b, ...]}")
-        out.append(Finding(id=r["id"], op=_tuple(r.get("op", "*")), target=_tuple(r.get("target", "*")),
+        wit = r.get("witnesses", [])
+        if not (isinstance(wit, list) and all(isinstance(w, str) and w for w in wit)) or (wit and not r.get("case")):
+            raise QconformError("must be a list of target names, with `case` naming the case file they ran",
+                                source=str(FILE), field=f"finding[{i}].witnesses", rule="witnesses = [\"ort\", ...]")
+        out.append(Finding(id=r["id"], witnesses=tuple(wit), case=str(r.get("case", "")), op=_tuple(r.get("op", "*")), target=_tuple(r.get("target", "*")),
                            # a region (where) with no variant is the hunt's alone: "*" would make it
                            # explain every generated failure of its ops, in the region or not
                            reason=r["reason"], variant=_tuple(r.get("variant", "hunt-only" if where else "*")),
