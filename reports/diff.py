@@ -21,12 +21,14 @@ Results are matched by (case id, target, device). Per case, a regression is:
 A failure under the same known finding in both runs is not a regression; a failure that a known
 finding explains now and did not before is listed as a new known finding.
 
-Per (op, target), over the cases both runs compared: a bit-exact % drop, a max |error|
-growth, and a latency regression: the median p50 grew by more than the threshold
-(default 10 %) AND by more than the run-to-run spread recorded in each run (the median
-per-case standard deviation of the timed repeats, baseline + run). Latencies of an emulated
-device (``device_emulated``: QEMU's time, not the board's) are never compared. Improvements are
-listed too but never gate.
+Per (op, target), over the cases both runs compared: a bit-exact % drop and a max |error|
+growth. Latency (:func:`latency_change`): the per-case p50s of the cases timed in both runs, a
+one-sided Mann-Whitney U test (scipy) with p < 0.05, AND the median moved by more than 20 % AND
+by more than 5 us; only between runs on the same device facts (this host's machine, CPU model
+and count; a device's own facts from run.json), never on an emulated device (QEMU's time).
+Latency changes are listed, slower and faster; they gate only with ``latency_gate``
+(``--latency-gate``): a run timed beside another job is slower without any regression.
+Improvements are listed too but never gate.
 
 Two runs on different devices, one device per target each (``--allow-different devices``, e.g.
 this host against ``--device=qemu:``): results are matched by (case id, target), the run's device
@@ -261,11 +263,43 @@ def setup_differences(b: Run, n: Run, base: dict[tuple, dict], new: dict[tuple, 
             notes.append(f"the {who} did not finish ({'interrupted' if r.info.get('interrupted') else 'run.json has no finish time'})")
         if r.info["options"].get("filtered"):
             notes.append(f"the {who} was filtered (-k, --lf, a deselection): it holds part of its cases")
-    bh, nh = b.info.get("host") or {}, n.info.get("host") or {}
-    if any(bh.get(k) != nh.get(k) for k in ("hostname", "cpu_model")):
-        notes.append(f"other machines (baseline {bh.get('hostname')}, {bh.get('cpu_model')}; run {nh.get('hostname')}, "
-                     f"{nh.get('cpu_model')}): latencies compare across them")
     return out, notes
+
+
+#: what decides a latency besides the kernel: the host's (local targets) or the device's own facts
+_HOST_FACTS = ("machine", "cpu_model", "cpu_count")
+_TIMING_FACTS = ("machine", "cpus", "soc", "soc_family", "model", "emulated", "emulated_cpu")
+
+
+def device_facts(r: Run, target: str, device: str) -> dict:
+    """The facts a latency of ``target`` (on ``device``, "" for this host) depends on, from run.json."""
+    if not device:
+        host = r.info.get("host") or {}
+        return {k: host.get(k) for k in _HOST_FACTS}
+    v = _versions(r, target)
+    return {k: v.get(k) for k in _TIMING_FACTS}
+
+
+def latency_change(before: list[float], now: list[float], min_pct: float, min_us: float, p_max: float) -> dict:
+    """Per-case p50 latencies of one (op, target), the same cases in both runs: a Mann-Whitney U test
+    (scipy, exact for small samples) of the run's against the baseline's, and whether the change
+    counts: ``latency`` "slower" / "faster" only when p < ``p_max`` AND the medians moved by more than
+    ``min_pct`` % AND by more than ``min_us``; else "same". One noisy case, or a few us on a
+    small kernel, is never a regression."""
+    from scipy.stats import mannwhitneyu
+
+    b50, n50 = statistics.median(before), statistics.median(now)
+    out: dict[str, Any] = {"p50_us_before": round(b50, 3), "p50_us_now": round(n50, 3), "latency_cases": len(now),
+                           "latency": "same", "latency_p": None}
+    if len(before) < 2 or len(now) < 2:
+        return out
+    moved = n50 - b50
+    p = float(mannwhitneyu(now, before, alternative="greater" if moved >= 0 else "less").pvalue)
+    out["latency_p"] = p if not math.isnan(p) else None
+    if (out["latency_p"] is not None and p < p_max and b50 > 0 and abs(moved) > b50 * min_pct / 100.0
+            and abs(moved) > min_us):
+        out["latency"] = "slower" if moved > 0 else "faster"
+    return out
 
 
 @dataclass
@@ -284,7 +318,11 @@ class Diff:
     new: int = 0
     compared: int = 0
     no_common: str | None = None                         # why nothing was compared
-    latency_threshold_pct: float = 10.0
+    latency_threshold_pct: float = 20.0
+    latency_min_us: float = 5.0
+    latency_p: float = 0.05
+    latency_gate: bool = False                           # latency changes gate (else listed only)
+    latency: list[dict] = field(default_factory=list)    # (op, target)s significantly slower or faster
     allow_missing: bool = False
     cross: list[dict] = field(default_factory=list)      # runs on two devices: outputs that differ bit-wise
 
@@ -299,8 +337,13 @@ class Diff:
         return None
 
     @property
+    def slower(self) -> list[dict]:
+        return [x for x in self.latency if x["latency"] == "slower"]
+
+    @property
     def regressed(self) -> bool:
-        return bool(self.cases or self.groups or (self.missing and not self.allow_missing))
+        return bool(self.cases or self.groups or (self.missing and not self.allow_missing)
+                    or (self.latency_gate and self.slower))
 
     @property
     def exit_status(self) -> int:
@@ -317,6 +360,8 @@ class Diff:
             parts.append(f"{_plural(len(self.cases) - k, 'other regressed case')}")
         if self.groups:
             parts.append(_plural(len(self.groups), "regressed op/target group"))
+        if self.latency_gate and self.slower:
+            parts.append(f"{_plural(len(self.slower), 'op/target group')} slower (--latency-gate)")
         if self.missing and not self.allow_missing:
             parts.append(f"{len(self.missing)} missing")
         return f"REGRESSED: {', '.join(parts)} ({_plural(self.compared, 'result')} compared)"
@@ -326,22 +371,26 @@ class Diff:
                 "verdict": self.verdict(), "exit_status": self.exit_status, "not_comparable": self.refused,
                 "setup_differences": [asdict(x) for x in self.setup], "notes": self.notes,
                 "regressed": self.regressed, "compared": self.compared, "new_in_run": self.new,
-                "latency_threshold_pct": self.latency_threshold_pct,
+                "latency_threshold_pct": self.latency_threshold_pct, "latency_min_us": self.latency_min_us,
+                "latency_p": self.latency_p, "latency_gate": self.latency_gate, "latency_changes": self.latency,
                 "case_regressions": self.cases, "group_regressions": self.groups,
                 "improvements": self.improved, "new_known_findings": self.findings,
                 "changed_cases": self.changed, "missing": self.missing, "cross_devices": self.cross}
 
 
-def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: float = 10.0,
-              allow_missing: bool = False, allow_different=()) -> Diff:
+def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: float = 20.0,
+              allow_missing: bool = False, allow_different=(), *, latency_min_us: float = 5.0,
+              latency_p: float = 0.05, latency_gate: bool = False) -> Diff:
     """The diff of ``run`` against ``baseline``; ``allow_different``: names of :data:`FIELDS`
-    whose difference is reported, not refused. ``Diff.exit_status`` is the verdict."""
+    whose difference is reported, not refused. ``Diff.exit_status`` is the verdict; latency
+    changes gate only with ``latency_gate``."""
     for f in allow_different:
         if f not in FIELDS:
             raise QconformError(f"unknown field {f!r}", field="--allow-different", rule=f"one of {', '.join(FIELDS)}")
     rb, rn = open_run(baseline, "BASELINE_DIR"), open_run(run, "RUN_DIR")
     base, new = {row_key(r): r for r in rb.rows}, {row_key(r): r for r in rn.rows}
-    d = Diff(rb.name, rn.name, str(rn.folder), latency_threshold_pct=latency_threshold_pct, allow_missing=allow_missing)
+    d = Diff(rb.name, rn.name, str(rn.folder), latency_threshold_pct=latency_threshold_pct, allow_missing=allow_missing,
+             latency_min_us=latency_min_us, latency_p=latency_p, latency_gate=latency_gate)
     d.setup, d.notes = setup_differences(rb, rn, base, new)
     for x in d.setup:
         x.allowed = x.field in allow_different
@@ -411,6 +460,7 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
                        "other case content (case_digest)")
         return d
     emulated_pairs = 0
+    other_facts: set[tuple] = set()
     for (op, target, device), ps in pairs.items():
         kinds = []
         real = [(b, n) for b, n in ps if not (emulated(b) or emulated(n))]   # emulated latencies: never compared
@@ -429,23 +479,45 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
         nmax = [x for x in (_num(n.get("max_abs_lsb")) for _, n in ps) if x is not None]
         if bmax and nmax and max(nmax) > max(bmax):
             kinds.append(f"max |err| grew ({max(bmax):g} -> {max(nmax):g} LSB)")
-        bl = [x for x in (_num(b.get("p50_us")) for b, n in real if _num(n.get("p50_us")) is not None) if x is not None]
-        nl = [x for x in (_num(n.get("p50_us")) for b, n in real if _num(b.get("p50_us")) is not None) if x is not None]
-        if bl and nl:
-            b50, n50 = statistics.median(bl), statistics.median(nl)
-            bsp = statistics.median([_num(b.get("spread_us")) or 0.0 for b, _ in real])
-            nsp = statistics.median([_num(n.get("spread_us")) or 0.0 for _, n in real])
-            entry.update(p50_us_before=round(b50, 3), p50_us_now=round(n50, 3), spread_us=round(bsp + nsp, 3))
-            grew = n50 - b50
-            if b50 > 0 and grew > b50 * latency_threshold_pct / 100.0 and grew > bsp + nsp:
-                kinds.append(f"latency +{100 * grew / b50:.1f}% ({b50:.2f} -> {n50:.2f} us, spread {bsp + nsp:.2f} us)")
+        timed = [(b50, n50) for b, n in real
+                 if (b50 := _num(b.get("p50_us"))) is not None and (n50 := _num(n.get("p50_us"))) is not None]
+        if timed:
+            if device_facts(rb, target, device) != device_facts(rn, target, device):
+                other_facts.add((target, device))
+            else:
+                lat = latency_change([x for x, _ in timed], [y for _, y in timed], latency_threshold_pct,
+                                     latency_min_us, latency_p)
+                # the spread the runs recorded: the median per-case standard deviation of the timed repeats
+                for side, rows in (("before", [b for b, _ in real]), ("now", [n for _, n in real])):
+                    sp = [x for x in (_num(r.get("spread_us")) for r in rows) if x is not None]
+                    lat[f"spread_us_{side}"] = round(statistics.median(sp), 3) if sp else None
+                entry.update(lat)
+                if lat["latency"] != "same":
+                    d.latency.append(dict(entry))
         if kinds:
             d.groups.append({**entry, "what": kinds})
+    if other_facts:
+        t, dev = sorted(other_facts)[0]
+        d.notes.append(f"latencies not compared on {_plural(len(other_facts), 'target')} whose device facts differ "
+                       f"(e.g. {t}{'@' + dev if dev else ''}: baseline {device_facts(rb, t, dev)}; "
+                       f"run {device_facts(rn, t, dev)})")
     if emulated_pairs:
         d.notes.append(f"latencies not compared for {_plural(emulated_pairs, 'result')} on an emulated device "
                        "(the emulator's time, not the board's)")
     d.cases.sort(key=lambda c: (not c["new_failure"], c["op"] or "", c["target"] or "", c["case"] or ""))
     return d
+
+
+def latency_text(g: dict) -> str:
+    """"latency +19.4% (14.39 -> 17.18 us, median of 3 cases' p50; spread 8.10 / 7.30 us; U test p 0.05)"."""
+    b, n = g["p50_us_before"], g["p50_us_now"]
+    pct = f"{100.0 * (n - b) / b:+.1f}%" if b else "n/a"
+
+    def us(x):
+        return "n/a" if x is None else f"{x:.2f}"
+    p = g.get("latency_p")
+    return (f"latency {pct} ({b:.2f} -> {n:.2f} us, median of {g['latency_cases']} cases' p50; spread "
+            f"{us(g.get('spread_us_before'))} / {us(g.get('spread_us_now'))} us; U test p {'n/a' if p is None else f'{p:.2g}'})")
 
 
 def _one_device_each(rows: dict[tuple, dict]) -> bool:
@@ -498,6 +570,11 @@ def to_text(d: Diff) -> str:
         L += ["", "regressions per op and target:"]
         for g in d.groups:
             L.append(f"  {g['op']:<20} {g['target']:<16} " + "; ".join(g["what"]))
+    if d.latency:
+        gate = "gating: --latency-gate" if d.latency_gate else "listed, not gating (--latency-gate gates)"
+        L += ["", f"latency changes beyond {d.latency_threshold_pct:g}% and {d.latency_min_us:g} us, "
+                  f"U test p < {d.latency_p:g} ({gate}):"]
+        L += [f"  {g['op']:<20} {g['target']:<16} {g['latency']}: {latency_text(g)}" for g in d.latency]
     if d.missing:
         L += ["", f"missing from the run ({len(d.missing)}){' [allowed]' if d.allow_missing else ''}:"]
         L += [f"  {m}" for m in d.missing[:50]] + ([f"  ... {len(d.missing) - 50} more"] if len(d.missing) > 50 else [])
@@ -541,6 +618,11 @@ def to_markdown(d: Diff) -> str:
         L += ["| op | target | regression |", "|---|---|---|"]
         L += [f"| {esc(g['op'])} | {esc(g['target'])} | {esc('; '.join(g['what']))} |" for g in d.groups]
         L.append("")
+    if d.latency:
+        L += [f"Latency changes ({'gating' if d.latency_gate else 'listed, not gating'}):", "",
+              "| op | target | change |", "|---|---|---|"]
+        L += [f"| {esc(g['op'])} | {esc(g['target'])} | {g['latency']}: {esc(latency_text(g))} |" for g in d.latency]
+        L.append("")
     if d.missing:
         L += [f"Missing from the run{' (allowed)' if d.allow_missing else ''}: "
               + ", ".join(f"`{m}`" for m in d.missing[:30]) + (" ..." if len(d.missing) > 30 else ""), ""]
@@ -567,6 +649,8 @@ def write_csv(d: Diff, path: str | Path) -> Path:
         w.writerow(["setup", "", "", "", "", f"{x} [{'allowed' if x.allowed else 'refused'}]"])
     for g in d.groups:
         w.writerow(["op", g["op"], g["target"], g.get("device") or "", "", "; ".join(g["what"])])
+    for g in d.latency:
+        w.writerow(["latency", g["op"], g["target"], g.get("device") or "", "", f"{g['latency']}: {latency_text(g)}"])
     for c in d.cases:
         w.writerow(["case", c["op"], c["target"], c.get("device") or "", c["case"], "; ".join(c["what"])])
     if not d.allow_missing:
