@@ -18,6 +18,11 @@ Results are matched by (case id, target, device). Per case, a regression is:
 ``missing``          it was in the baseline and is not in the run, though the run has its case,
                      target and device (``--allow-missing`` accepts it).
 
+Per (op, target) as a whole, the group verdicts each run wrote (reports/groups.py: bias, declared
+scheme, certification): new ones are a regression and head the verdict line ("REGRESSED: new
+group verdict: bias on ADD/mykernel (+0.0133 LSB, p 4e-45); ..."); fixed and still-failing ones
+are listed.
+
 A failure under the same known finding in both runs is not a regression; a failure that a known
 finding explains now and did not before is listed as a new known finding.
 
@@ -50,6 +55,8 @@ from typing import Any
 
 from reports.crossdevice import COLUMNS as CROSS_COLUMNS
 from reports.crossdevice import CrossDevice
+from reports.groups import compare as compare_verdicts
+from reports.groups import read_group_verdicts
 from reports.results import RESULTS, read_rows, row_key, write_atomic
 from reports.runinfo import RUN_JSON
 from reports.summary import emulated
@@ -323,6 +330,7 @@ class Diff:
     latency_p: float = 0.05
     latency_gate: bool = False                           # latency changes gate (else listed only)
     latency: list[dict] = field(default_factory=list)    # (op, target)s significantly slower or faster
+    verdicts: dict[str, list[dict]] = field(default_factory=dict)   # group verdicts: new, fixed, still, known
     allow_missing: bool = False
     cross: list[dict] = field(default_factory=list)      # runs on two devices: outputs that differ bit-wise
 
@@ -343,7 +351,7 @@ class Diff:
     @property
     def regressed(self) -> bool:
         return bool(self.cases or self.groups or (self.missing and not self.allow_missing)
-                    or (self.latency_gate and self.slower))
+                    or (self.latency_gate and self.slower) or self.verdicts.get("new"))
 
     @property
     def exit_status(self) -> int:
@@ -356,6 +364,9 @@ class Diff:
             return f"NO REGRESSION ({_plural(self.compared, 'result')} compared)"
         k = sum(1 for c in self.cases if c["new_failure"])
         parts = [_plural(k, "new failure")]
+        nv = self.verdicts.get("new") or []
+        if nv:   # what a case count hides (a biased kernel passes case by case), named first
+            parts.insert(0, f"new group verdict{'s' if len(nv) > 1 else ''}: " + _few((v["label"] for v in nv), 3))
         if len(self.cases) > k:
             parts.append(f"{_plural(len(self.cases) - k, 'other regressed case')}")
         if self.groups:
@@ -373,7 +384,7 @@ class Diff:
                 "regressed": self.regressed, "compared": self.compared, "new_in_run": self.new,
                 "latency_threshold_pct": self.latency_threshold_pct, "latency_min_us": self.latency_min_us,
                 "latency_p": self.latency_p, "latency_gate": self.latency_gate, "latency_changes": self.latency,
-                "case_regressions": self.cases, "group_regressions": self.groups,
+                "case_regressions": self.cases, "group_regressions": self.groups, "group_verdicts": self.verdicts,
                 "improvements": self.improved, "new_known_findings": self.findings,
                 "changed_cases": self.changed, "missing": self.missing, "cross_devices": self.cross}
 
@@ -496,6 +507,11 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
                     d.latency.append(dict(entry))
         if kinds:
             d.groups.append({**entry, "what": kinds})
+    bv, nv = read_group_verdicts(rb.folder), read_group_verdicts(rn.folder)
+    if bv is None or nv is None:
+        d.notes.append(f"no summary.csv in the {'baseline' if bv is None else 'run'}: its group verdicts (bias, declared "
+                       "scheme) are unknown" + ("; the run's failing ones count as new" if bv is None else ""))
+    d.verdicts = compare_verdicts(bv, nv, {(k[0], k[1]) for k in pairs})
     if other_facts:
         t, dev = sorted(other_facts)[0]
         d.notes.append(f"latencies not compared on {_plural(len(other_facts), 'target')} whose device facts differ "
@@ -518,6 +534,21 @@ def latency_text(g: dict) -> str:
     p = g.get("latency_p")
     return (f"latency {pct} ({b:.2f} -> {n:.2f} us, median of {g['latency_cases']} cases' p50; spread "
             f"{us(g.get('spread_us_before'))} / {us(g.get('spread_us_now'))} us; U test p {'n/a' if p is None else f'{p:.2g}'})")
+
+
+_VERDICT_HEADS = (("new", "new group verdicts"), ("fixed", "fixed group verdicts"),
+                  ("still", "still-failing group verdicts"))
+
+
+def _verdict_lines(d: Diff, indent: str) -> list[str]:
+    """The group verdicts (bias, declared scheme, certification): new, fixed, still failing."""
+    L = []
+    for key, head in _VERDICT_HEADS:
+        vs = d.verdicts.get(key) or []
+        if vs:
+            L += ["", f"{head} ({len(vs)}):"]
+            L += [f"{indent}{v['label']}: {v['text']}" + (f" (now: {v['now']})" if key == "fixed" else "") for v in vs]
+    return L
 
 
 def _one_device_each(rows: dict[tuple, dict]) -> bool:
@@ -566,6 +597,7 @@ def to_text(d: Diff) -> str:
             L.append(f"  {c['case']}:{c['target']}  " + "; ".join(c["what"]))
             if c.get("repro"):
                 L.append(f"      reproduce: {c['repro']}")
+    L += _verdict_lines(d, "  ")
     if d.groups:
         L += ["", "regressions per op and target:"]
         for g in d.groups:
@@ -614,6 +646,12 @@ def to_markdown(d: Diff) -> str:
         L += [f"| `{esc(c['case'])}` | {esc(c['target'])} | {esc('; '.join(c['what']))} | "
               f"{('`' + esc(c['repro']) + '`') if c.get('repro') else ''} |" for c in d.cases]
         L.append("")
+    for key, head in _VERDICT_HEADS:
+        vs = d.verdicts.get(key) or []
+        if vs:
+            L += [f"**{head[0].upper() + head[1:]}** ({len(vs)}):", ""]
+            L += [f"- {esc(v['label'])}: {esc(v['text'])}" for v in vs]
+            L.append("")
     if d.groups:
         L += ["| op | target | regression |", "|---|---|---|"]
         L += [f"| {esc(g['op'])} | {esc(g['target'])} | {esc('; '.join(g['what']))} |" for g in d.groups]
@@ -649,6 +687,9 @@ def write_csv(d: Diff, path: str | Path) -> Path:
         w.writerow(["setup", "", "", "", "", f"{x} [{'allowed' if x.allowed else 'refused'}]"])
     for g in d.groups:
         w.writerow(["op", g["op"], g["target"], g.get("device") or "", "", "; ".join(g["what"])])
+    for key, _ in _VERDICT_HEADS:
+        for v in d.verdicts.get(key) or []:
+            w.writerow([f"group verdict {key}", v["op"], v["target"], v.get("device") or "", "", f"{v['kind']}: {v['text']}"])
     for g in d.latency:
         w.writerow(["latency", g["op"], g["target"], g.get("device") or "", "", f"{g['latency']}: {latency_text(g)}"])
     for c in d.cases:

@@ -9,6 +9,7 @@ import pytest
 
 from reports.diff import diff_runs
 from reports.results import ResultWriter, read_rows
+from reports.summary import summarize, to_csv
 from suite.cli import main
 from tests.helper_targets import flipped
 from tests.inprocess import run_inprocess
@@ -98,6 +99,7 @@ def _write(d, rows, **options):
     for r in rows:
         w.append(r)
     w.close()
+    (d / "summary.csv").write_text(to_csv(summarize(rows)))
     targets = sorted({r["target"] for r in rows})
     opts = {"seed": 0, "cases_per_op": 4, "ops": sorted({r["op"] for r in rows}), "targets": targets,
             "scheme": "tflite-ref-double", "tolerance_file": None, "tolerance_digest": "ab" * 32, **options}
@@ -334,3 +336,28 @@ def test_same_configuration_twice_beside_a_cpu_bound_job_exits_0(tmp_path, diff)
     code, out, err = diff(str(base), str(loaded))
     assert code == 0, out + err
     assert out.startswith("NO REGRESSION (")
+
+
+def test_new_group_verdict_bias_heads_the_diff(pytester, diff, tmp_path, monkeypatch):
+    """A user kernel that turned biased passes case by case; the diff names its bias first, exit 1;
+    the other way round it is fixed, and biased twice it is still failing (exit 0)."""
+    args = ("--target=tests.bias_targets:TurnsBiased", "--ops", "ADD", "--cases-per-op", "8", "--certify")
+    folders = {}
+    for name, biased in (("good", "0"), ("bad", "1"), ("bad2", "1")):
+        monkeypatch.setenv("QCONFORM_BIASED", biased)
+        proc, folders[name] = run_inprocess(pytester, *args, report_dir=tmp_path / name)
+        assert proc.returncode == (1 if biased == "1" else 0), proc.stdout[-2000:]
+    md = tmp_path / "diff.md"
+    code, out, err = diff(str(folders["good"]), str(folders["bad"]), "--markdown", str(md))
+    assert code == 1, out + err
+    head = out.splitlines()[0]
+    assert head.startswith("REGRESSED: new group verdicts: bias on ADD/mykernel (+0.0"), head
+    assert "LSB, p " in head and "certification litert-int8 on ADD/mykernel" in head and "0 new failures" in head
+    assert "\nnew group verdicts (2):\n  bias on ADD/mykernel (" in out
+    assert "int8 outputs biased +" in md.read_text().split("**New group verdicts** (2):")[1]
+    d = json.loads((tmp_path / "out" / "diff.json").read_text())
+    assert [v["kind"] for v in d["group_verdicts"]["new"]] == ["bias+ int8", "certification litert-int8"]
+    code, out, _ = diff(str(folders["bad"]), str(folders["good"]))
+    assert code == 0 and "fixed group verdicts (2):\n  bias on ADD/mykernel" in out, out
+    code, out, _ = diff(str(folders["bad"]), str(folders["bad2"]))
+    assert code == 0 and "still-failing group verdicts (2):" in out and "new group verdict" not in out, out
