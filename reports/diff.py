@@ -27,7 +27,7 @@ A failure under the same known finding in both runs is not a regression; a failu
 finding explains now and did not before is listed as a new known finding.
 
 Per (op, target), over the cases both runs compared: a bit-exact % drop and a max |error|
-growth. Latency (:func:`latency_change`): the per-case p50s of the cases timed in both runs, a
+growth. Latency (reports/latency.py): the per-case p50s of the cases timed in both runs, a
 one-sided Mann-Whitney U test (scipy) with p < 0.05, AND the median moved by more than 20 % AND
 by more than 5 us; only between runs on the same device facts (this host's machine, CPU model
 and count; a device's own facts from run.json), never on an emulated device (QEMU's time).
@@ -287,28 +287,6 @@ def device_facts(r: Run, target: str, device: str) -> dict:
     return {k: v.get(k) for k in _TIMING_FACTS}
 
 
-def latency_change(before: list[float], now: list[float], min_pct: float, min_us: float, p_max: float) -> dict:
-    """Per-case p50 latencies of one (op, target), the same cases in both runs: a Mann-Whitney U test
-    (scipy, exact for small samples) of the run's against the baseline's, and whether the change
-    counts: ``latency`` "slower" / "faster" only when p < ``p_max`` AND the medians moved by more than
-    ``min_pct`` % AND by more than ``min_us``; else "same". One noisy case, or a few us on a
-    small kernel, is never a regression."""
-    from scipy.stats import mannwhitneyu
-
-    b50, n50 = statistics.median(before), statistics.median(now)
-    out: dict[str, Any] = {"p50_us_before": round(b50, 3), "p50_us_now": round(n50, 3), "latency_cases": len(now),
-                           "latency": "same", "latency_p": None}
-    if len(before) < 2 or len(now) < 2:
-        return out
-    moved = n50 - b50
-    p = float(mannwhitneyu(now, before, alternative="greater" if moved >= 0 else "less").pvalue)
-    out["latency_p"] = p if not math.isnan(p) else None
-    if (out["latency_p"] is not None and p < p_max and b50 > 0 and abs(moved) > b50 * min_pct / 100.0
-            and abs(moved) > min_us):
-        out["latency"] = "slower" if moved > 0 else "faster"
-    return out
-
-
 @dataclass
 class Diff:
     baseline: str
@@ -391,10 +369,11 @@ class Diff:
 
 def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: float = 20.0,
               allow_missing: bool = False, allow_different=(), *, latency_min_us: float = 5.0,
-              latency_p: float = 0.05, latency_gate: bool = False) -> Diff:
+              latency_p: float = 0.05, latency_gate: bool = False, latency=None) -> Diff:
     """The diff of ``run`` against ``baseline``; ``allow_different``: names of :data:`FIELDS`
-    whose difference is reported, not refused. ``Diff.exit_status`` is the verdict; latency
-    changes gate only with ``latency_gate``."""
+    whose difference is reported, not refused. ``Diff.exit_status`` is the verdict. ``latency``:
+    reports.latency.latency_change (None: latencies not compared, as a run's own report does
+    without importing scipy); latency changes gate only with ``latency_gate``."""
     for f in allow_different:
         if f not in FIELDS:
             raise QconformError(f"unknown field {f!r}", field="--allow-different", rule=f"one of {', '.join(FIELDS)}")
@@ -492,11 +471,11 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
             kinds.append(f"max |err| grew ({max(bmax):g} -> {max(nmax):g} LSB)")
         timed = [(b50, n50) for b, n in real
                  if (b50 := _num(b.get("p50_us"))) is not None and (n50 := _num(n.get("p50_us"))) is not None]
-        if timed:
+        if timed and latency is not None:
             if device_facts(rb, target, device) != device_facts(rn, target, device):
                 other_facts.add((target, device))
             else:
-                lat = latency_change([x for x, _ in timed], [y for _, y in timed], latency_threshold_pct,
+                lat = latency([x for x, _ in timed], [y for _, y in timed], latency_threshold_pct,
                                      latency_min_us, latency_p)
                 # the spread the runs recorded: the median per-case standard deviation of the timed repeats
                 for side, rows in (("before", [b for b, _ in real]), ("now", [n for _, n in real])):

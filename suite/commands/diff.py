@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from reports.diff import FIELDS, diff_runs, to_markdown, to_text, write_csv
+from reports.latency import latency_change
 from suite.core.errors import QconformError
 
 
@@ -57,7 +58,7 @@ def run(args) -> int:
     if not 0 < args.latency_p <= 1:
         raise QconformError(f"must be in (0, 1] (got {args.latency_p})", field="--latency-p")
     d = diff_runs(args.baseline, args.run_dir, args.latency_threshold, args.allow_missing, args.allow_different,
-                  latency_min_us=args.latency_min_us, latency_p=args.latency_p, latency_gate=args.latency_gate)
+                  latency_min_us=args.latency_min_us, latency_p=args.latency_p, latency_gate=args.latency_gate, latency=latency_change)
     out = Path(args.output_dir or d.run_folder)
     out.mkdir(parents=True, exist_ok=True)
     # written whatever the verdict: a diff.md or diff.json left by an earlier diff must not stand for this one
