@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+import reports.latency  # noqa: F401  scipy.stats (and numpy.fft, whose C extension loads once per process) before
+#                         pytester's in-process runs, which drop the modules imported during them
 from reports.diff import diff_runs
 from reports.results import ResultWriter, read_rows
 from reports.summary import summarize, to_csv
