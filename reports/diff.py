@@ -108,10 +108,9 @@ class Run:
         return f"{self.given} (run {rid}" + (f", git {commit[:10]}" if commit else "") + ")"
 
 
-def open_run(d: str | Path, what: str) -> Run:
-    """The run folder ``d``: a runs/<run id> folder, a ``latest`` link, or a report directory
-    (its ``latest``). It must hold results.jsonl and run.json: without run.json nothing says
-    how the run was made, so it cannot be checked against the other."""
+def run_folder(d: str | Path, what: str) -> Path:
+    """The run folder ``d`` names (a ``latest`` link or a report directory resolved to the run it
+    points at now), checked to hold results.jsonl and run.json."""
     p = Path(d)
     if p.is_dir() and not (p / RESULTS).exists() and (p / "latest").is_dir():
         p = p / "latest"
@@ -119,6 +118,17 @@ def open_run(d: str | Path, what: str) -> Run:
     if not (folder / RESULTS).is_file():
         raise QconformError(f"no {RESULTS} here", source=str(d), field=what,
                             rule="a run folder (<report-dir>/runs/<run id>, or a latest link) holds results.jsonl")
+    if not (folder / RUN_JSON).is_file():
+        raise QconformError(f"no {RUN_JSON} here", source=str(folder), field=what,
+                            rule="a run folder holds run.json: without it the runs' set-ups cannot be compared")
+    return folder
+
+
+def open_run(d: str | Path, what: str) -> Run:
+    """The run folder ``d``: a runs/<run id> folder, a ``latest`` link, or a report directory
+    (its ``latest``). It must hold results.jsonl and run.json: without run.json nothing says
+    how the run was made, so it cannot be checked against the other."""
+    folder = run_folder(d, what)
     rows = read_rows(folder / RESULTS)
     if not rows:
         raise QconformError(f"{RESULTS} holds no results", source=str(folder / RESULTS), field=what)
@@ -262,8 +272,10 @@ def setup_differences(b: Run, n: Run, base: dict[tuple, dict], new: dict[tuple, 
             if x.get(comp) != y.get(comp):
                 vb.append(f"{t} {comp} {x.get(comp) or '(none)'}")
                 vn.append(f"{t} {comp} {y.get(comp) or '(none)'}")
-    if vb:
-        out.append(Difference("versions", "runtime versions", "; ".join(vb), "; ".join(vn)))
+    if vb:   # an upgrade night is the one that most needs a diff: compared, the upgrade heading it
+        out.append(Difference("versions", "runtime versions (an upgrade: compared)", "; ".join(vb), "; ".join(vn),
+                              allowed=True))
+        notes.append("runtime upgrade: " + "; ".join(f"{x} -> {y.rsplit(' ', 1)[-1]}" for x, y in zip(vb, vn)))
 
     for r, who in ((b, "baseline"), (n, "run")):
         if r.info.get("interrupted") or not r.info.get("finished"):
@@ -295,6 +307,7 @@ class Diff:
     setup: list[Difference] = field(default_factory=list)  # set-up differences, allowed or not
     notes: list[str] = field(default_factory=list)
     cases: list[dict] = field(default_factory=list)      # one entry per regressed case
+    still: list[dict] = field(default_factory=list)      # failing in both, no known finding explains it now
     groups: list[dict] = field(default_factory=list)     # one entry per regressed (op, target)
     improved: list[dict] = field(default_factory=list)
     findings: list[dict] = field(default_factory=list)   # failures a known finding explains now, not before
@@ -363,7 +376,7 @@ class Diff:
                 "latency_threshold_pct": self.latency_threshold_pct, "latency_min_us": self.latency_min_us,
                 "latency_p": self.latency_p, "latency_gate": self.latency_gate, "latency_changes": self.latency,
                 "case_regressions": self.cases, "group_regressions": self.groups, "group_verdicts": self.verdicts,
-                "improvements": self.improved, "new_known_findings": self.findings,
+                "improvements": self.improved, "new_known_findings": self.findings, "still_failing": self.still,
                 "changed_cases": self.changed, "missing": self.missing, "cross_devices": self.cross}
 
 
@@ -383,7 +396,7 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
              latency_min_us=latency_min_us, latency_p=latency_p, latency_gate=latency_gate)
     d.setup, d.notes = setup_differences(rb, rn, base, new)
     for x in d.setup:
-        x.allowed = x.field in allow_different
+        x.allowed = x.allowed or x.field in allow_different
     if any(not x.allowed for x in d.setup):
         return d
     if any(x.field == "devices" for x in d.setup) and _one_device_each(base) and _one_device_each(new):
@@ -424,6 +437,9 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
             new_failure = True
         elif bs in BAD and ns not in BAD and ns != UNSUPPORTED:
             better.append(f"fixed ({bs} -> {ns})")
+        if ns in BAD and bs in BAD and not nf and not new_failure:
+            d.still.append({"case": n.get("case_id"), "op": n.get("op"), "target": n.get("target"),
+                            "device": n.get("device"), "status_before": bs, "status_now": ns, "repro": n.get("repro")})
         if ns == UNSUPPORTED and bs != UNSUPPORTED:
             kinds.append(f"now unsupported ({n.get('reason', '')})")
         bm, nm = _num(b.get("mismatches")), _num(n.get("mismatches"))
@@ -553,7 +569,7 @@ def _setup_lines(d: Diff) -> list[str]:
     """What heads a report after the verdict: the set-up differences and the notes."""
     L = []
     if d.setup:
-        allowed = sorted({x.field for x in d.setup if x.allowed})
+        allowed = sorted({x.field for x in d.setup if x.allowed} - {"versions"})   # (an upgrade: always compared)
         L.append("set-up differs" + (f" (compared anyway: --allow-different {', '.join(allowed)})" if allowed else "") + ":")
         L += [f"  {x}" + (" [allowed]" if x.allowed else " [refused]") for x in d.setup]
         refused = list(dict.fromkeys(x.field for x in d.setup if not x.allowed))
@@ -610,7 +626,7 @@ def to_markdown(d: Diff) -> str:
     icon = "⛔" if d.refused else "❌" if d.regressed else "✅"
     L = [f"### {icon} {d.verdict()}", ""]
     if d.setup:
-        allowed = sorted({x.field for x in d.setup if x.allowed})
+        allowed = sorted({x.field for x in d.setup if x.allowed} - {"versions"})   # (an upgrade: always compared)
         L.append("**Set-up differs**" + (f" (allowed: `--allow-different {', '.join(allowed)}`)" if allowed else "") + ":")
         L += [f"- {esc(x)}" + (" (allowed)" if x.allowed else " (**refused**)") for x in d.setup]
         L.append("")

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from reports import plots
+from reports.since import html_section as since_section
 from reports.causes import CAUSE_TEXT, CAUSES, HistTally, hist_key_order
 from reports.summary import Summary, failure_kind, fmt, totals, verdict, worst_text
 from suite.core.verdict import ERRORS, Status
@@ -261,12 +262,13 @@ _SECTIONS = (("new-section", "new failures"), ("matrix-section", "matrix"), ("su
 
 def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | None = None,
            certificate: dict | None = None, models: tuple[list[dict], list[dict]] | None = None,
-           cross: list[dict] | None = None) -> str:
+           cross: list[dict] | None = None, since: str | None = None) -> str:
     """The page: ``table`` is the summary (reports.summary.Summary.table), ``pairs`` the same per
     (op, target) (Summary.pair_table: a farm run's table has a row per device, which keyed by
     (op, target) alone would keep only the last device's, a failing one hidden). ``models``: the rows of
     models.csv and layers.csv of a ``--model`` run (suite/models/verdicts.py): a section of their own.
-    ``cross``: the cross-device table (reports/crossdevice.py) of a run on several devices."""
+    ``cross``: the cross-device table (reports/crossdevice.py) of a run on several devices.
+    ``since``: the section of what is new since the baseline (reports/since.py), first."""
     ops, targets = list(page.ops), list(page.targets)
     s = {(r["op"], r["target"]): r for r in pairs}
     tot = totals(pairs)
@@ -305,6 +307,7 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
         for p in certificate.get("waiver_problems", []):
             parts.append(f'<div class="alert">certificate: {_e(p)}</div>')
 
+    parts.append(since or since_section(None))   # ---- new since the baseline, or that there is none (#22)
     # ---- new failures: what fails the run, each with its reproduction
     parts.append('<h2 id="new-section">New failures</h2>')
     new = page.new.first()

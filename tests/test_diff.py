@@ -273,10 +273,18 @@ def test_other_scheme_versions_devices(tmp_path, diff):
     doc["targets"]["t"]["versions"]["rt"] = "2.0"
     (run / "run.json").write_text(json.dumps(doc))
     code, out, _ = diff(str(base), str(run))
-    assert code == 2 and out.startswith("NOT COMPARABLE: devices, scheme, versions differ")
+    assert code == 2 and out.startswith("NOT COMPARABLE: devices, scheme differ")
     assert "  devices (devices per target): baseline t: d1; run t: d2 [refused]" in out
     assert "  scheme: baseline tflite-ref-double; run xnnpack-fp32 [refused]" in out
-    assert "  versions (runtime versions): baseline t rt 1.0; run t rt 2.0 [refused]" in out
+    # a runtime upgrade alone is compared, and named as one
+    assert "  versions (runtime versions (an upgrade: compared)): baseline t rt 1.0; run t rt 2.0 [allowed]" in out
+    upgraded = _write(tmp_path / "c", [_row("ADD-x-000", device="d1")])
+    doc = json.loads((upgraded / "run.json").read_text())
+    doc["targets"]["t"]["versions"]["rt"] = "2.0"
+    (upgraded / "run.json").write_text(json.dumps(doc))
+    code, out, _ = diff(str(base), str(upgraded))
+    assert code == 0 and out.startswith("NO REGRESSION (1 result compared)\nset-up differs:\n"), out
+    assert "note: runtime upgrade: t rt 1.0 -> 2.0" in out
 
 
 def test_diff_bad_input(tmp_path, diff):
