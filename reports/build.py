@@ -29,6 +29,7 @@ from pathlib import Path
 from reports.certify import CERT_JSON, CERT_MD, Certifier, WaiverCheck, read_certificate
 from reports.certify import to_markdown as certificate_markdown
 from reports.crossdevice import CrossDevice, cross_lines
+from reports.history import html_section as history_section
 from reports.html import INDEX, Page, render
 from reports.parquet import PARQUET, ParquetSink, Shapes
 from reports.diff import diff_runs
@@ -223,6 +224,11 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
             report.errors.append(_error("the comparison with the baseline", e))
     sections = ((since_html(since, since_error), since_markdown(since, since_error)) if baseline is not None
                 else (None, None))   # (the page and summary.md say there is none)
+    try:   # the History section: earlier runs of the same case set beside this one (reports/history.py)
+        past = history_section(d)
+    except Exception as e:  # noqa: BLE001 (one error line; the page is written without it)
+        past = None
+        report.errors.append(_error("the history section", e))
     # ----
     new = (None, None) if "page" in failed else (page.new.first(), page.new.n)   # (the page's error is index.html's)
     attempt(SUMMARY_MD, ("summary",), lambda: write_atomic(d / SUMMARY_MD, markdown_file(
@@ -231,7 +237,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         attempt(PARQUET, ("parquet",), lambda: parquet.close())
     attempt(INDEX, ("summary", "page"), lambda: write_atomic(
         d / INDEX, render(page, report.summary, summary.pair_table(), info, cert, _models(d), cross=report.cross,
-               since=sections[0])))
+               since=sections[0], history=past)))
     if child is not None:
         attempt(PARQUET, (), lambda: _parquet_done(child, d))
     return report

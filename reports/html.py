@@ -262,13 +262,14 @@ _SECTIONS = (("new-section", "new failures"), ("matrix-section", "matrix"), ("su
 
 def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | None = None,
            certificate: dict | None = None, models: tuple[list[dict], list[dict]] | None = None,
-           cross: list[dict] | None = None, since: str | None = None) -> str:
+           cross: list[dict] | None = None, since: str | None = None, history: str | None = None) -> str:
     """The page: ``table`` is the summary (reports.summary.Summary.table), ``pairs`` the same per
     (op, target) (Summary.pair_table: a farm run's table has a row per device, which keyed by
     (op, target) alone would keep only the last device's, a failing one hidden). ``models``: the rows of
     models.csv and layers.csv of a ``--model`` run (suite/models/verdicts.py): a section of their own.
     ``cross``: the cross-device table (reports/crossdevice.py) of a run on several devices.
-    ``since``: the section of what is new since the baseline (reports/since.py), first."""
+    ``since``: the section of what is new since the baseline (reports/since.py), first; ``history``: the
+    History section (reports/history.py), when earlier runs are beside this one."""
     ops, targets = list(page.ops), list(page.targets)
     s = {(r["op"], r["target"]): r for r in pairs}
     tot = totals(pairs)
@@ -491,6 +492,8 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
                             "certificate", {"cases", "failed"}))
 
     # ---- run facts
+    if history:   # ---- earlier runs of the same case set (reports/history.py, #22)
+        parts.append(history)
     parts.append('<h2 id="run-section">Run</h2>')
     if run_info:
         facts = [["suite", run_info.get("suite_version")],
