@@ -20,8 +20,8 @@ Results are matched by (case id, target, device). Per case, a regression is:
 
 Per (op, target) as a whole, the group verdicts each run wrote (reports/groups.py: bias, declared
 scheme, certification): new ones are a regression and head the verdict line ("REGRESSED: new
-group verdict: bias on ADD/mykernel (+0.0133 LSB, p 4e-45); ..."); fixed and still-failing ones
-are listed.
+group verdict: bias on ADD/mykernel (+0.0165 LSB, p 1.2e-94); 0 new failures, ..."); fixed and
+still-failing ones are listed.
 
 A failure under the same known finding in both runs is not a regression; a failure that a known
 finding explains now and did not before is listed as a new known finding.
@@ -366,7 +366,8 @@ class Diff:
             parts.append(f"{_plural(len(self.slower), 'op/target group')} slower (--latency-gate)")
         if self.missing and not self.allow_missing:
             parts.append(f"{len(self.missing)} missing")
-        return f"REGRESSED: {', '.join(parts)} ({_plural(self.compared, 'result')} compared)"
+        head = f"{parts.pop(0)}; " if nv else ""
+        return f"REGRESSED: {head}{', '.join(parts)} ({_plural(self.compared, 'result')} compared)"
 
     def as_dict(self) -> dict[str, Any]:
         return {"format": "qconform-diff/2", "baseline": self.baseline, "run": self.run,
@@ -495,7 +496,8 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
                                      latency_min_us, latency_p)
                 # the spread the runs recorded: the median per-case standard deviation of the timed repeats
                 for side, rows in (("before", [b for b, _ in real]), ("now", [n for _, n in real])):
-                    sp = [x for x in (_num(r.get("spread_us")) for r in rows) if x is not None]
+                    sp = [x for r in rows if (x := _num(r.get("spread_us"))) is not None
+                          and (_num(r.get("latency_n")) or 2) >= 2]   # (one sample has no spread)
                     lat[f"spread_us_{side}"] = round(statistics.median(sp), 3) if sp else None
                 entry.update(lat)
                 if lat["latency"] != "same":

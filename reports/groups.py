@@ -26,6 +26,8 @@ SUMMARY_CSV = "summary.csv"
 CERT_JSON = "certificate.json"
 MAX_BYTES = 64 << 20   # a summary of every op x target x device is far below this
 _BIAS = re.compile(r"^(?:on (?P<dev>.+?): )?(?P<dtype>\w+) outputs biased (?P<sign>[+-])")
+_MEAN = re.compile(r"mean error ([+-]?[0-9.]+(?:e[+-]?[0-9]+)?) LSB")
+_P = re.compile(r"sign test p ([0-9.]+(?:e[+-]?[0-9]+)?)")
 _SCHEME = re.compile(r"^(?:on (?P<dev>.+?): )?declares expected_scheme")
 
 
@@ -101,11 +103,13 @@ def label(key: tuple, v: dict) -> str:
     op, target, dev, kind = key
     where = f"{op}/{target}" + (f"@{dev}" if dev else "")
     if kind.startswith("bias"):
+        # this verdict's own numbers (its dtype's), else the (op, target)'s columns
+        mean, p = _MEAN.search(v["text"]), _P.search(v["text"])
         nums = []
-        if v.get("bias_lsb") is not None:
-            nums.append(f"{float(v['bias_lsb']):+.3g} LSB")
-        if v.get("bias_p") is not None:
-            nums.append(f"p {float(v['bias_p']):.2g}")
+        if mean or v.get("bias_lsb") is not None:
+            nums.append(f"{float(mean.group(1) if mean else v['bias_lsb']):+.3g} LSB")
+        if p or v.get("bias_p") is not None:
+            nums.append(f"p {float(p.group(1) if p else v['bias_p']):.2g}")
         return f"bias on {where}" + (f" ({', '.join(nums)})" if nums else "")
     return f"{kind} on {where}"
 

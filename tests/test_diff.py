@@ -362,7 +362,7 @@ def test_new_group_verdict_bias_heads_the_diff(pytester, diff, tmp_path, monkeyp
     assert code == 1, out + err
     head = out.splitlines()[0]
     assert head.startswith("REGRESSED: new group verdicts: bias on ADD/mykernel (+0.0"), head
-    assert "LSB, p " in head and "certification litert-int8 on ADD/mykernel" in head and "0 new failures" in head
+    assert "LSB, p " in head and "certification litert-int8 on ADD/mykernel; 0 new failures" in head
     assert "\nnew group verdicts (2):\n  bias on ADD/mykernel (" in out
     assert "int8 outputs biased +" in md.read_text().split("**New group verdicts** (2):")[1]
     d = json.loads((tmp_path / "out" / "diff.json").read_text())
