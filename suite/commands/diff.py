@@ -20,17 +20,18 @@ def register(sub):
     p = sub.add_parser("diff", help="regressions of a run against a baseline run (exit 1 if any, 2 if not comparable)",
                        description="Compare two run folders (<report-dir>/runs/<run id>, a latest link, or a report "
                                    "directory: its latest run). First the set-ups: seed, cases (cases per op, the "
-                                   "case ids and their content digests), ops, targets, devices, tolerance policy, "
-                                   "scheme and runtime versions must match, else exit 2 naming what differs "
+                                   "case ids and their content digests), ops, targets, devices, tolerance policy and "
+                                   "scheme must match, else exit 2 naming what differs "
                                    "(--allow-different FIELD compares anyway, the difference heading the report). "
                                    "Then case by case: cases that passed and now fail, more mismatching elements, "
                                    "larger max |error|, new unsupported cases, cases gone missing, and per op and "
                                    "target bit-exact %% drops, max |error| growth, new, fixed and still-failing group "
                                    "verdicts (bias, declared scheme, certification), and latency changes (a "
                                    "Mann-Whitney U test on the per-case p50s, beyond both --latency-threshold and "
-                                   "--latency-min-us, same device facts only; they gate only with --latency-gate). Prints the verdict first, writes "
-                                   "diff.json and diff.csv (to RUN_DIR unless -o). Exit 0 no regression, 1 regressed, "
-                                   "2 not comparable or bad input.")
+                                   "--latency-min-us, same device facts only; they gate only with --latency-gate). "
+                                   "Runtime versions that differ are an upgrade: compared, and named. Prints the "
+                                   "verdict first, writes diff.json and diff.csv (to RUN_DIR unless -o). Exit 0 no "
+                                   "regression, 1 regressed, 2 not comparable or bad input.")
     p.add_argument("baseline", metavar="BASELINE_DIR")
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--latency-threshold", type=float, default=20.0, metavar="PCT",
