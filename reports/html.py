@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from reports import plots, witness
+from reports.since import html_section as since_section
 from reports.causes import CAUSE_TEXT, CAUSES, HistTally, hist_key_order
 from reports.summary import Summary, failure_kind, fmt, totals, verdict, worst_text
 from suite.core.verdict import ERRORS, Status
@@ -262,12 +263,15 @@ _SECTIONS = (("new-section", "new failures"), ("matrix-section", "matrix"), ("su
 
 def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | None = None,
            certificate: dict | None = None, models: tuple[list[dict], list[dict]] | None = None,
-           cross: list[dict] | None = None, review: list[dict] | None = None) -> str:
+           cross: list[dict] | None = None, review: list[dict] | None = None, since: str | None = None,
+           history: str | None = None) -> str:
     """The page: ``table`` is the summary (reports.summary.Summary.table), ``pairs`` the same per
     (op, target) (Summary.pair_table: a farm run's table has a row per device, which keyed by
     (op, target) alone would keep only the last device's, a failing one hidden). ``models``: the rows of
     models.csv and layers.csv of a ``--model`` run (suite/models/verdicts.py): a section of their own.
-    ``cross``: the cross-device table (reports/crossdevice.py) of a run on several devices."""
+    ``cross``: the cross-device table (reports/crossdevice.py) of a run on several devices.
+    ``since``: the section of what is new since the baseline (reports/since.py), first; ``history``: the
+    History section (reports/history.py), when earlier runs are beside this one."""
     ops, targets = list(page.ops), list(page.targets)
     s = {(r["op"], r["target"]): r for r in pairs}
     tot = totals(pairs)
@@ -306,6 +310,7 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
         for p in certificate.get("waiver_problems", []):
             parts.append(f'<div class="alert">certificate: {_e(p)}</div>')
 
+    parts.append(since or since_section(None))   # ---- new since the baseline, or that there is none (#22)
     # ---- new failures: what fails the run, each with its reproduction
     parts.append('<h2 id="new-section">New failures</h2>')
     new = page.new.first()
@@ -495,6 +500,8 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
                             "certificate", {"cases", "failed"}))
 
     # ---- run facts
+    if history:   # ---- earlier runs of the same case set (reports/history.py, #22)
+        parts.append(history)
     parts.append('<h2 id="run-section">Run</h2>')
     if run_info:
         facts = [["suite", run_info.get("suite_version")],

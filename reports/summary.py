@@ -19,6 +19,7 @@ import numpy as np
 from reports import witness
 from reports.causes import BiasTally, SchemeTally, judge_group
 from reports.runinfo import missing_rows
+from reports.since import markdown_section as since_section
 from suite.core.verdict import ERRORS, Status
 
 COLUMNS = ["op", "target", "cases", "passed", "failed", "unsupported", "errors", "bit_exact_pct",
@@ -344,12 +345,14 @@ def _md(v) -> str:
 
 
 def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[dict] | None = None,
-                  n_new: int | None = None, cross: list[dict] | None = None, review: list[dict] | None = None) -> str:
+                  n_new: int | None = None, cross: list[dict] | None = None, review: list[dict] | None = None,
+                  since: str | None = None) -> str:
     """summary.md: the verdict, the new failures (``new``: their rows, as reports.html.Page keeps
     them, ``n_new`` of them in all; and their (op, target)s), the cross-device table (``cross``:
     reports.crossdevice), then the whole table."""
     word, line = verdict(totals(summary), run_info)
     out = [f"# qconform summary\n\n**{word}: {line}**\n"]
+    out.append(since or since_section(None))   # new since the baseline, or that there is none (#22)
     if new:
         out.append("## New failures\n")
         out.append("| case | target | status | max_abs_lsb | worst element | witnesses | reason | reproduce |\n"

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from reports import terminal_lines, write_reports
+from reports.diff import run_folder
 from reports.results import iter_rows
 from reports.runinfo import now, run_info, write_run_info
 from reports.summary import (
@@ -122,6 +123,9 @@ def pytest_addoption(parser):
     g.addoption("--hunt", type=float, default=None, metavar="SECONDS",
                 help="after the cases, hunt each (op, target) for SECONDS (qconform hunt, docs/hunt.md): "
                      "test <OP>:<target>::test_hunt fails with the new distinct failures; cases in <run>/hunt/")
+    g.addoption("--baseline", default=None, metavar="RUN",
+                help="a run folder (or a report directory: its latest run) to compare with: the report "
+                     "opens with what is new since it, then what still fails (see docs/reports.md)")
     g.addoption("--resume", default=None, metavar="RUN_DIR",
                 help="continue an interrupted run: skip the (case, target) pairs RUN_DIR/results.jsonl "
                      "records, append the rest, rebuild the summaries (see docs/reliability.md)")
@@ -236,6 +240,8 @@ class QconformSession:
         self.policy, self.tolerance_digest, self.reruns = s.policy, s.tolerance_digest, s.reruns
         self.resumed, self.device_text = s.resumed, s.device_text
         policy, waivers, policy_text = s.policy, s.waivers, s.policy_text
+        # resolved before this run's folder exists: a `latest` given as the baseline must not become this run
+        self.baseline = run_folder(o.baseline, "--baseline") if o.baseline and self.controller else None
         if self.controller:
             self.run_id = self.resumed.run_id if self.resumed else new_run_id()
             self.folder = (RunFolder.resume(self.resumed.dir) if self.resumed
@@ -449,7 +455,8 @@ class QconformSession:
                 self.report = write_reports(self.folder.path, policy=self.policy,
                                             parquet_in_child=True,
                                             waivers=self.run.waivers if self.run else None,
-                                            certify=self.opts.certify, run_info=doc)
+                                            certify=self.opts.certify, run_info=doc,
+                                            baseline=self.baseline)
                 if self.interrupted or self.stop is None or self.stop.count == signals:
                     break
             # an (op, target) failing as a whole (its bias, its declared scheme) fails the run; judged

@@ -262,10 +262,11 @@ def test_summary_md_opens_with_the_verdict_and_the_new_failures():
     lines = md.splitlines()
     assert lines[0] == "# qconform summary"
     assert lines[2] == "**FAIL: 2 new failures (1 fail, 1 error) in 1 (op, target); 3 known (findings), 1 waived**"
-    assert lines[4] == "## New failures"
-    cases = [ln.split(" | ")[0][2:] for ln in lines[8:10]]
+    assert lines[4] == "## New since the baseline" and lines[6].startswith("No baseline given")   # (#22)
+    assert lines[8] == "## New failures"
+    cases = [ln.split(" | ")[0][2:] for ln in lines[12:14]]
     assert cases == ["ADD-a-001", "ADD-a-004"]
-    assert "out 0 [0, 3]: got 7, want 4 (+3 LSB, cause: unexplained)" in lines[8]
+    assert "out 0 [0, 3]: got 7, want 4 (+3 LSB, cause: unexplained)" in lines[12]
     assert md.index("## (op, target)s with new failures") < md.index("## Every (op, target)")
     assert md.split("## Every (op, target)")[1].count("| ADD | t |") == 1   # the whole table is there
 
