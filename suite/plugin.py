@@ -31,6 +31,7 @@ from suite.core.verdict import Outcome, Status, Verdict
 from suite.harness import resume as resume_mod
 from suite.harness.folder import DiskError, RunFolder, new_run_id, write_whole
 from suite.harness.goldens import GoldenStore
+from suite.harness.groups import GROUP_TEST, GroupRows, after_their_cases, has_group_rule
 from suite.harness.hunt import Hunter, HuntOptions, findings_on
 from suite.harness.options import DEFAULT_REPORT_ROOT
 from suite.harness.repro import TOLERANCE_COPY
@@ -198,6 +199,7 @@ def qc_verdict(request, qc_case) -> Verdict:
         (name, v.row[k]) for k, name in _PROPERTIES if v.row.get(k) is not None)
     if v.seconds is not None:
         request.node.stash[SECONDS] = v.seconds
+    session.group_rows.add(v.row)   # its (op, target)'s test_group judges the group from them
     if v.outcome is Outcome.ERROR:
         raise QcTargetError(v.message)
     return v
@@ -230,6 +232,9 @@ class QconformSession:
             self.run_id = self.worker_input["qconform_run_id"]
             self.folder = RunFolder.join(self.worker_input["qconform_dir"])
         self.run: Run | None = None
+        self.group_rows = GroupRows()   # ---- group verdicts as tests (suite/harness/groups.py)
+        if self.resumed is not None:
+            self.group_rows.preload(self.folder.path, self.run_id, self.resumed.offset)
         try:
             if not self.distributed and not _runs_no_tests(o):
                 store = GoldenStore(Path(self.opts.golden_cache)) if self.opts.golden_cache else None
@@ -321,9 +326,22 @@ class QconformSession:
             for t in self.targets:
                 name = f"{op}:{t}"   # the class is looked up on the module by its node's name
                 extra = {"test_hunt": _test_hunt} if self.config.option.hunt else {}
+                if self._has_group_rule(op, t):
+                    extra[GROUP_TEST] = _test_group
                 setattr(collector.obj, name, type(name, (obj,), {"op": op, "target": t, "__qconform__": False, **extra}))
                 nodes.append(pytest.Class.from_parent(collector, name=name))
         return nodes
+
+    def _has_group_rule(self, op: str, target: str) -> bool:
+        dtypes = {c.outputs[0].dtype for c in self._cases() if c.op == op and c.outputs}
+        return has_group_rule(op, target, dtypes, self.policy, getattr(self.targets[target], "expected_scheme", None))
+
+    def judge_group(self, op: str, target: str) -> tuple[int, int, list[dict]]:
+        """(cases judged, cases of the op, failures) of (op, target) as a whole."""
+        t = self.targets[target]
+        judged, failures = self.group_rows.judge(op, target, self.policy, self.versions(target),
+                                                 getattr(t, "expected_scheme", None))
+        return judged, sum(1 for c in self._cases() if c.op == op), failures
 
     def pytest_generate_tests(self, metafunc):
         if "qc_case" not in metafunc.fixturenames:
@@ -334,6 +352,7 @@ class QconformSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items):
+        after_their_cases(items)
         items.sort(key=lambda item: item.name == "test_hunt")   # the hunts after every case (a stable sort)
         if self.resumed is None:
             return
@@ -480,6 +499,19 @@ def _test_hunt(self, request):
         pytest.fail(res.summary(), pytrace=False)
     if res.groups:
         pytest.xfail(f"known findings only: {res.summary()}")
+
+
+def _test_group(self, request):
+    """<OP>:<target>::test_group: the (op, target) judged whole (bias, declared scheme; what the
+    certificate's op_failures and the run's exit status say), after its cases."""
+    judged, total, failures = request.config.stash[SESSION].judge_group(self.op, self.target)
+    new = [f["text"] for f in failures if not f["finding"]]
+    if new:
+        pytest.fail(f"{self.op} on {self.target} as a whole: " + "; ".join(new), pytrace=False)
+    if judged < total:   # a subset that shows no bias shows nothing: not a pass
+        pytest.skip(f"not judged: {judged} of the {total} cases of {self.op} on {self.target} ran")
+    if failures:
+        pytest.xfail("; ".join(f"{f['text']} [known finding {f['finding']}]" for f in failures))
 
 
 def _pair(item) -> tuple[Case, str] | None:
