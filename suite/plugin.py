@@ -108,7 +108,7 @@ def pytest_addoption(parser):
     g.addoption("--ahead", type=int, default=4, metavar="N",
                 help="batches a target's worker process is given before their tests ask, so it runs "
                      "while pytest reports (default 4; 0: each batch when its first test asks)")
-    g.addoption("--timeout", type=float, default=60.0, metavar="SECONDS",
+    g.addoption("--case-timeout", type=float, default=60.0, metavar="SECONDS",   # (--timeout: pytest-timeout's)
                 help="per-case time limit of an isolated target (default 60; scaled for batches)")
     g.addoption("--model", default=None, metavar="MODEL",
                 help="an int8 .tflite or QDQ .onnx model: its layers as cases on each target, the whole model on "
@@ -126,6 +126,9 @@ def pytest_addoption(parser):
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
     """``pytest --target=X`` with no test path runs the conformance tests from any folder."""
+    if any(a == "--timeout" or a.startswith("--timeout=") for a in args) and \
+            not early_config.pluginmanager.hasplugin("timeout"):   # the option's old name
+        raise pytest.UsageError("qconform: the per-case time limit is --case-timeout (--timeout is pytest-timeout's)")
     if getattr(early_config.known_args_namespace, "file_or_dir", None):
         return
     if any(a == o or a.startswith(o + "=") for a in args for o in _OWN_OPTIONS):
@@ -151,6 +154,7 @@ def pytest_cmdline_main(config):
     return (yield)
 
 
+@pytest.hookimpl(optionalhook=True)   # (pytest-xdist's hook: a run without it, -p no:xdist, still starts)
 def pytest_xdist_auto_num_workers(config):
     """``-n auto`` with several --device values: one worker per device."""
     try:
@@ -394,7 +398,7 @@ class QconformSession:
 
     def hunt(self, op: str, target: str):
         """qconform hunt of (op, target) for --hunt seconds, judged as this run judges (scheme, its
-        copy of the tolerance policy, --timeout, --seed); its cases go to <run folder>/hunt/."""
+        copy of the tolerance policy, --case-timeout, --seed); its cases go to <run folder>/hunt/."""
         if target not in self.hunters:
             o = self.opts
             opts = HuntOptions(seed=o.seed, budget=self.config.option.hunt, timeout=o.timeout, scheme=o.scheme,

@@ -75,7 +75,7 @@ def run_inprocess(pytester: pytest.Pytester, *args: str, report_dir: Path | None
     named = [Path(a.split("=", 1)[1]) for a in args if a.startswith("--report-dir=")]
     given = report_dir is False or bool(named)
     rd = named[-1] if named else rd
-    full = [*([] if cacheprovider else ["-p", "no:cacheprovider"]),
+    full = [*([] if cacheprovider else ["-p", "no:cacheprovider"]), "-p", "no:randomly",
             "-W", "ignore::pytest.PytestAssertRewriteWarning",   # (the suite's packages, imported already)
             *([] if resumed or given else [f"--report-dir={rd}"]), *args]
     kids, threads, sigterm = children(), set(threading.enumerate()), signal.getsignal(signal.SIGTERM)

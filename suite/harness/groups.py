@@ -67,9 +67,9 @@ class GroupRows:
                     self.add(row)
 
     def judge(self, op: str, target: str, policy, versions: dict, expected: str | None) -> tuple[int, list[dict]]:
-        """(distinct cases judged, the group's failures as reports.causes.judge_group gives them);
-        the group's rows are dropped."""
-        rows = self.rows.pop((op, target), {})
+        """(distinct cases judged, the group's failures as reports.causes.judge_group gives them).
+        The rows stay: the test run again (pytest-rerunfailures) judges the same."""
+        rows = self.rows.get((op, target), {})
         s = Summary(policy, {target: versions}, {target: expected} if expected else {})
         for r in rows.values():
             s.add(r)
