@@ -33,6 +33,7 @@ from suite.harness.folder import DiskError, RunFolder, new_run_id, write_whole
 from suite.harness.goldens import GoldenStore
 from suite.harness.groups import GROUP_TEST, GroupRows, after_their_cases, has_group_rule
 from suite.harness.hunt import Hunter, HuntOptions, findings_on
+from suite.harness.junit import add_suite_properties, suite_properties
 from suite.harness.options import DEFAULT_REPORT_ROOT
 from suite.harness.repro import TOLERANCE_COPY
 from suite.harness.run import Run
@@ -437,8 +438,8 @@ class QconformSession:
                 write_model_reports(self.folder.path, self.graph, self.model_feeds, self.targets, self.policy,
                                     self.opts.scheme, {n: self.versions(n) for n in self.targets},
                                     timeout=10 * self.opts.timeout)
-            doc = self._write_run_info(finished=now(), exit_status=int(session.exitstatus),
-                                       interrupted=self.interrupted)
+            doc = self._doc = self._write_run_info(finished=now(), exit_status=int(session.exitstatus),
+                                                   interrupted=self.interrupted)
             self.report = write_reports(self.folder.path, policy=self.policy,
                                         parquet_in_child=True,
                                         waivers=self.run.waivers if self.run else None,
@@ -490,6 +491,12 @@ class QconformSession:
     def pytest_unconfigure(self, config):
         if self._sigterm is not None:
             signal.signal(signal.SIGTERM, self._sigterm)
+        xml = getattr(config.option, "xmlpath", None)   # ---- --junitxml: the run's properties (suite/harness/junit.py)
+        if self.controller and xml and Path(xml).is_file() and getattr(self, "_doc", None):
+            try:
+                add_suite_properties(xml, suite_properties(self._doc))
+            except (OSError, ValueError, SyntaxError) as e:   # (ET.ParseError is a SyntaxError)
+                print(f"qconform: could not add the run's properties to {xml}: {e}")
         self._close_hunters()
         if self.run is not None:   # no session end (--markers, a plugin's sessionstart raised)
             self.run.close()

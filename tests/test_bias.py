@@ -201,6 +201,8 @@ def test_xdist_run_gives_the_verdict_of_a_single_process(run, run_suite, tmp_pat
     assert set(groups) == {f"{op}:{t}" for op in ("ADD", "MUL") for t in ("half-up", "golden")}
     assert {k for k, f in groups.items() if f is not None} == {"ADD:half-up", "MUL:half-up"}
     assert "int8 outputs biased +" in groups["ADD:half-up"].get("message")
+    props = {p.get("name"): p.get("value") for p in ET.parse(xml).getroot().iter("property")}
+    assert props["qconform.run_id"] == json.loads((rd2 / "run.json").read_text())["run_id"]   # under xdist too
     cols = ("bias", "bias_lsb", "bias_p", "group_failure", "best_scheme", "best_scheme_exact_pct")
     s1, s2 = _summary(rd1), _summary(rd2)
     assert s1.keys() == s2.keys() and {k: [s1[k][c] for c in cols] for k in s1} == {k: [s2[k][c] for c in cols] for k in s2}
