@@ -38,6 +38,7 @@ from suite.harness.options import DEFAULT_REPORT_ROOT
 from suite.harness.repro import TOLERANCE_COPY
 from suite.harness.run import Run
 from suite.harness.session import set_up
+from suite.harness.shard import parse_shard, shard_info
 from suite.models.harvest import harvest_model, model_feeds
 from suite.models.verdicts import write_model_reports
 from targets.remote import plan_workers
@@ -49,7 +50,7 @@ SESSION = pytest.StashKey["QconformSession"]()
 #: the run, in place of its setup's wall time (the first test of a batch waits for the whole batch)
 SECONDS = pytest.StashKey[float]()
 _OWN_OPTIONS = ("--target", "--case-file", "--model", "--ops", "--cases-per-op", "--seed", "--report-dir",
-                "--tolerance", "--scheme", "--certify", "--device", "--resume", "--waivers", "--hunt")
+                "--tolerance", "--scheme", "--certify", "--device", "--resume", "--waivers", "--hunt", "--shard")
 _PROPERTIES = tuple((k, f"qconform.{k}") for k in ("status", "bit_exact", "max_abs_lsb", "mismatches",
                                                   "elements", "p50_us", "repro"))
 _SELECTING = ("keyword", "markexpr", "deselect", "lf", "failedfirst", "stepwise", "stepwise_skip")
@@ -119,6 +120,9 @@ def pytest_addoption(parser):
     g.addoption("--hunt", type=float, default=None, metavar="SECONDS",
                 help="after the cases, hunt each (op, target) for SECONDS (qconform hunt, docs/hunt.md): "
                      "test <OP>:<target>::test_hunt fails with the new distinct failures; cases in <run>/hunt/")
+    g.addoption("--shard", default=None, metavar="K/N",
+                help="run the K-th of N shares of the (op, target) groups (the same split on every host, balanced "
+                     "by cases); `qconform merge` makes one run of the N shards (see docs/devices.md)")
     g.addoption("--resume", default=None, metavar="RUN_DIR",
                 help="continue an interrupted run: skip the (case, target) pairs RUN_DIR/results.jsonl "
                      "records, append the rest, rebuild the summaries (see docs/reliability.md)")
@@ -179,7 +183,8 @@ def pytest_configure(config):
 def _is_conformance_run(config) -> bool:
     """Whether this pytest invocation collects the conformance tests (suite/)."""
     o = config.option
-    if o.target or o.case_file or o.model or o.ops or o.cases_per_op is not None or o.device or o.resume or o.hunt:
+    if (o.target or o.case_file or o.model or o.ops or o.cases_per_op is not None or o.device or o.resume or o.hunt
+            or o.shard):
         return True
     for a in config.args:
         p = Path(str(a).split("::")[0]).resolve()
@@ -226,6 +231,11 @@ class QconformSession:
         self.policy, self.tolerance_digest, self.reruns = s.policy, s.tolerance_digest, s.reruns
         self.resumed, self.device_text = s.resumed, s.device_text
         policy, waivers, policy_text = s.policy, s.waivers, s.policy_text
+        if self.resumed is not None and not o.shard:   # ---- --shard (a resumed shard stays that shard)
+            o.shard = (self.resumed.options.get("shard") or {}).get("text")
+        self.shard, self.shard_groups, self.shard_doc = parse_shard(o.shard), None, None
+        if self.shard is not None:
+            self.shard_groups, self.shard_doc = shard_info(self.shard, self._group_sizes())
         if self.controller:
             self.run_id = self.resumed.run_id if self.resumed else new_run_id()
             self.folder = (RunFolder.resume(self.resumed.dir) if self.resumed
@@ -280,7 +290,7 @@ class QconformSession:
                        "workers": getattr(self.config.option, "numprocesses", None), "filtered": self.filtered,
                        "tolerance_digest": self.tolerance_digest,
                        "tolerance_copy": str(self.folder.path / TOLERANCE_COPY),
-                       "model": self.config.option.model}
+                       "model": self.config.option.model, "shard": self.shard_doc}
             self._doc = run_info(run_id=self.run_id, options=options, targets=targets, unavailable=self.unavailable,
                                  started=self.started, command=[str(a) for a in self.config.invocation_params.args])
             doc = self._doc
@@ -311,6 +321,10 @@ class QconformSession:
                              f"{self.versions(n)}")
         if not self.targets:
             lines.append("  no target is available: see `qconform targets`")
+        if self.shard_doc is not None:
+            d = self.shard_doc
+            lines.append(f"  shard {d['text']}: {len(d['groups'])} of {d['groups_total']} (op, target) groups, "
+                         f"{d['cases']} of {d['cases_total']} cases")
         return lines
 
     def _cases(self) -> list[Case]:
@@ -329,6 +343,8 @@ class QconformSession:
         nodes = []
         for op in dict.fromkeys(c.op for c in self._cases()):
             for t in self.targets:
+                if self.shard_groups is not None and (op, t) not in self.shard_groups:
+                    continue   # another shard's group
                 name = f"{op}:{t}"   # the class is looked up on the module by its node's name
                 extra = {"test_hunt": _test_hunt} if self.config.option.hunt else {}
                 if self._has_group_rule(op, t):
@@ -336,6 +352,13 @@ class QconformSession:
                 setattr(collector.obj, name, type(name, (obj,), {"op": op, "target": t, "__qconform__": False, **extra}))
                 nodes.append(pytest.Class.from_parent(collector, name=name))
         return nodes
+
+    def _group_sizes(self) -> dict[tuple[str, str], int]:
+        """(op, target) -> its cases: what --shard splits."""
+        per_op: dict[str, int] = {}
+        for c in self._cases():
+            per_op[c.op] = per_op.get(c.op, 0) + 1
+        return {(op, t): n for op, n in per_op.items() for t in self.targets}
 
     def _has_group_rule(self, op: str, target: str) -> bool:
         dtypes = {c.outputs[0].dtype for c in self._cases() if c.op == op and c.outputs}

@@ -27,8 +27,8 @@ def suite_properties(doc: dict) -> list[tuple[str, str]]:
         ("ops", ",".join(o.get("ops") or []) or "all"), ("scheme", o.get("scheme")),
         ("tolerance_sha256", o.get("tolerance_digest")), ("git_commit", git.get("commit")),
         ("git_dirty", git.get("dirty")), ("suite_version", doc.get("suite_version"))]
-    if doc.get("shard"):
-        props.append(("shard", doc["shard"].get("text")))
+    if isinstance(o.get("shard"), dict):
+        props.append(("shard", o["shard"].get("text")))
     props += [(f"host.{k}", v) for k, v in (doc.get("host") or {}).items()]
     for name, t in (doc.get("targets") or {}).items():
         props += [(f"target.{name}.version.{k}", v) for k, v in (t.get("versions") or {}).items()]
