@@ -437,6 +437,17 @@ def test_junit_xml_carries_properties(tmp_path, run_suite):
     n = len(read_rows(rd))
     assert n >= 2 and text.count("<testcase") == n
     assert text.count('name="qconform.status" value="pass"') == n and 'name="qconform.max_abs_lsb"' in text
+    # the run's own properties, on the <testsuite> (suite/harness/junit.py), as run.json has them
+    import xml.etree.ElementTree as ET
+    info = json.loads((rd / "run.json").read_text())
+    suite = ET.parse(xml).getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["qconform.run_id"] == info["run_id"] and props["qconform.seed"] == "0"
+    assert props["qconform.cases_per_op"] == "2" and props["qconform.scheme"] == "tflite-ref-double"
+    assert props["qconform.tolerance_sha256"] == info["options"]["tolerance_digest"]
+    assert props["qconform.git_commit"] == info["git"]["commit"]
+    assert props["qconform.target.ref.version.numpy"] == info["targets"]["ref"]["versions"]["numpy"]
+    assert props["qconform.host.hostname"] == info["host"]["hostname"]
 
 
 def test_junit_time_is_what_each_case_cost(pytester, tmp_path, monkeypatch):
@@ -448,7 +459,7 @@ def test_junit_time_is_what_each_case_cost(pytester, tmp_path, monkeypatch):
     proc, _ = run_inprocess(pytester, "--target=tests.slow_targets:Slow", "--ops", "ADD", "--cases-per-op", "4",
                             "-k", "not qnn", "--ahead=0", f"--junitxml={xml}")
     assert proc.returncode == 0, proc.stdout[-2000:]
-    times = [float(c.get("time")) for c in ET.parse(xml).getroot().iter("testcase")]
+    times = [float(c.get("time")) for c in ET.parse(xml).getroot().iter("testcase") if c.get("name") == "test_case"]
     assert len(times) == 4 and min(times) >= 0.05, times
 
 
