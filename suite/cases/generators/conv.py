@@ -71,13 +71,16 @@ def _is_big(g: Gen) -> bool:
 def _recipe(g: Gen, n_out: int) -> Recipe:
     v = g.variant
     r = Recipe()
-    if v == "tie":
+    if v in ("tie", "ties"):
         a = g.randint(3, 8)
         d = a + g.randint(2, 9)
         r.s_in, r.s_out = 2.0 ** -a, 2.0 ** -d
         ks = g.rng.integers(1, 4, size=n_out)
         odd = np.array([2 * g.randint(0, 2 ** (int(k) - 1) - 1) + 1 for k in ks])
-        r.mults = odd / 2.0 ** ks
+        # ties: 1/4, the multiplier below 1/2 whose ties are most frequent and reach the final
+        # RoundingDivideByPOT (half away from zero); SaturatingRoundingDoublingHighMul alone
+        # (a multiplier in [1/2, 1)) rounds negative ties up
+        r.mults = odd / 2.0 ** ks if v == "tie" else np.full(n_out, 0.25)
         r.x_dev, r.w_range, r.bias_mag = (-6, 6), (-3, 3), 24
     elif v == "dbl_vs_single":
         r.s_in, r.s_out = g.scale(2 ** -8, 2 ** -3), g.scale(2 ** -8, 2 ** -3)
@@ -177,7 +180,7 @@ def _clause(op: str, *parts: str) -> str:
 def _per_axis(g: Gen) -> bool:
     if g.variant == "per_tensor":
         return False
-    if g.variant in ("perchannel_wide", "acc_extreme", "mult_extreme", "tie", "dbl_vs_single"):
+    if g.variant in ("perchannel_wide", "acc_extreme", "mult_extreme", "tie", "ties", "dbl_vs_single"):
         return True
     return g.rng.random() < 0.8
 
@@ -205,12 +208,15 @@ def _spatial(g: Gen, kh: int, kw: int, dil, lo: int = 3, hi: int = 12) -> tuple[
     if g.variant == "odd_shape":
         h, w = g.choice([5, 7, 9, 13]), g.choice([5, 7, 9, 13])
     else:
+        lo = max(lo, 8) if g.variant == "ties" else lo     # outputs enough for 64 ties a side
         h, w = g.randint(lo, hi), g.randint(lo, hi)
     # room for at least one VALID output
     return max(h, (kh - 1) * dil[0] + 1), max(w, (kw - 1) * dil[1] + 1)
 
 
 def _chan(g: Gen, lo: int = 1, hi: int = 16) -> int:
+    if g.variant == "ties":
+        lo = max(lo, hi // 2)
     return g.choice([1, 3, 5, 7, 9, 13]) if g.variant == "odd_shape" else g.randint(lo, hi)
 
 
@@ -323,7 +329,7 @@ def gen_fully_connected(g: Gen) -> Case:
     r = _recipe(g, o)
     # the spec lists FULLY_CONNECTED's bias as per-tensor; with per-axis weights LiteRT takes a
     # per-axis bias (scale input_scale * weight_scale[c]), which the spec table allows
-    per_axis = v not in ("per_tensor", "acc_extreme") and (v in ("perchannel_wide", "tie", "dbl_vs_single",
+    per_axis = v not in ("per_tensor", "acc_extreme") and (v in ("perchannel_wide", "tie", "ties", "dbl_vs_single",
                                                                "mult_extreme", "no_bias") or g.rng.random() < 0.5)
     if r.big:
         k, lead = BIG_K, (1,)
@@ -333,6 +339,8 @@ def gen_fully_connected(g: Gen) -> Case:
             lead = (g.randint(1, 3), g.randint(1, 4))
         elif v == "odd_shape":
             lead = (g.choice([1, 3, 5]),)
+        elif v == "ties":
+            lead = (g.randint(6, 10),)
         else:
             lead = (g.randint(1, 6),)
     keep = v == "keep_num_dims" or (v == "random" and g.rng.random() < 0.2)
@@ -468,3 +476,14 @@ def gen_batch_matmul(g: Gen) -> Case:
     cs.clause = _clause("BATCH_MATMUL", "input0/granularity", "input1/granularity")
     cs.description = f"{v}: {list(a_shape)} x {list(b_shape)} adj_x={adj_x} adj_y={adj_y}"
     return cs
+
+
+# --------------------------------------------------------------------------- ties (every op above)
+
+# ``ties``: the ``tie`` recipe with every multiplier odd / 2, so about half the outputs are exact
+# ties, on both sides of the zero point: cases added to the default run (beyond --cases-per-op) so
+# that a kernel breaking ties one way is refused on the op alone (tests/test_tie_power.py)
+for _op, _fn in (("CONV_2D", gen_conv_2d), ("DEPTHWISE_CONV_2D", gen_depthwise),
+                 ("FULLY_CONNECTED", gen_fully_connected), ("TRANSPOSE_CONV", gen_transpose_conv),
+                 ("BATCH_MATMUL", gen_batch_matmul)):
+    generator(_op, variants={"ties": 2}, extra=True)(_fn)
