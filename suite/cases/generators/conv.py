@@ -61,6 +61,7 @@ class Recipe:
     near_limit: bool = False               # bias puts channel accumulators next to +-2^31
     big: bool = False                      # the op uses its ~66k-long reduction shape
     bias_mag: int = 2 ** 12
+    even: bool = False                     # even weights and bias (BATCH_MATMUL: even b - z_b)
 
 
 def _is_big(g: Gen) -> bool:
@@ -77,11 +78,14 @@ def _recipe(g: Gen, n_out: int) -> Recipe:
         r.s_in, r.s_out = 2.0 ** -a, 2.0 ** -d
         ks = g.rng.integers(1, 4, size=n_out)
         odd = np.array([2 * g.randint(0, 2 ** (int(k) - 1) - 1) + 1 for k in ks])
-        # ties: 1/4, the multiplier below 1/2 whose ties are most frequent and reach the final
-        # RoundingDivideByPOT (half away from zero); SaturatingRoundingDoublingHighMul alone
-        # (a multiplier in [1/2, 1)) rounds negative ties up
+        # ties: 1/4 on even accumulators: SaturatingRoundingDoublingHighMul halves them exactly
+        # (it would round an odd one, negative ties up, and make double-rounding differences
+        # away from ties), and the final RoundingDivideByPOT breaks every tie (acc = 2 mod 4,
+        # half the outputs) away from zero
         r.mults = odd / 2.0 ** ks if v == "tie" else np.full(n_out, 0.25)
         r.x_dev, r.w_range, r.bias_mag = (-6, 6), (-3, 3), 24
+        if v == "ties":   # a small bias keeps a channel's outputs on both sides of zero
+            r.even, r.bias_mag = True, 4
     elif v == "dbl_vs_single":
         r.s_in, r.s_out = g.scale(2 ** -8, 2 ** -3), g.scale(2 ** -8, 2 ** -3)
         r.mults = g.rng.uniform(0.125, 0.5, size=n_out)
@@ -125,6 +129,8 @@ def _weight_codes(g: Gen, r: Recipe, shape, axis: int) -> np.ndarray:
         bshape[axis] = n
         return np.broadcast_to(127 * signs.reshape(bshape), tuple(shape)).astype(np.int8)
     lo, hi = r.w_range
+    if r.even:
+        return (2 * g.rng.integers(-(-lo // 2), hi // 2 + 1, size=tuple(shape))).astype(np.int8)
     return g.rng.integers(lo, hi + 1, size=tuple(shape)).astype(np.int8)
 
 
@@ -145,6 +151,8 @@ def _bias(g: Gen, r: Recipe, s_in: float, w: Tensor, n: int, acc: np.ndarray | N
     b = g.bias(s_in, w, n, magnitude=max(r.bias_mag, 1))
     if r.bias_mag == 0:
         b.data = np.zeros(n, np.int32)
+    if r.even:
+        b.data = (b.data & ~np.int32(1)).astype(np.int32)
     if r.near_limit and acc is not None:
         flat = acc.reshape(-1, n)
         hi_c, lo_c = flat.max(axis=0), flat.min(axis=0)
@@ -460,6 +468,10 @@ def gen_batch_matmul(g: Gen) -> Case:
         a = _input(g, r, a_shape)
         b_scale = f32(r.mults[0] * r.s_out / a.scale[0])
         b = _input(g, Recipe(s_in=b_scale, x_dev=r.x_dev), b_shape)
+        if r.even:    # (b - z_b) even, so every accumulator is
+            z = b.zero_point[0]
+            b.data = np.clip(z + 2 * (np.asarray(b.data, np.int64) - z), -128 + ((z + 128) % 2),
+                             127 - ((127 - z) % 2)).astype(np.int8)
     else:
         a = _input(g, r, a_shape)
         b = _input(g, r, b_shape)

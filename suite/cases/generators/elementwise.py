@@ -136,9 +136,10 @@ def _tie_scales(g: Gen, op: str, j: int | None = None) -> tuple[float, float, fl
 
 
 def _binary_tie(g: Gen, op: str) -> Case:
-    """``tie``; ``ties`` (MUL): the multiplier 1/4, whose ties (a product = 2 mod 4, about a
-    quarter of ~400 elements) the final RoundingDivideByPOT breaks away from zero (1/2 would leave
-    them to SaturatingRoundingDoublingHighMul, which rounds negative ties up)."""
+    """``tie``; ``ties`` (MUL): the multiplier 1/4 on even products, which
+    SaturatingRoundingDoublingHighMul halves exactly (it would round odd ones, negative ties up,
+    and make double-rounding differences away from ties); the final RoundingDivideByPOT breaks
+    every tie (a product = 2 mod 4, about a third of ~400 elements) away from zero."""
     rich = g.variant == "ties"
     sa, sb, so = _tie_scales(g, op, 2 if rich else None)
     shape = [g.randint(16, 24), g.randint(16, 24)] if rich else _dims(g, g.randint(1, 3))
@@ -149,6 +150,9 @@ def _binary_tie(g: Gen, op: str) -> Case:
         # small factors keep the products inside the output range
         a.data = g.codes(shape, lo=max(-128, za - 12), hi=min(127, za + 12))
         b.data = g.codes(shape, lo=max(-128, zb - 12), hi=min(127, zb + 12))
+        if rich:    # b - z_b even: SaturatingRoundingDoublingHighMul halves every product exactly
+            d = 2 * g.rng.integers(-6, 7, size=tuple(shape))
+            b.data = np.where((zb + d >= -128) & (zb + d <= 127), zb + d, zb).astype(np.int8)
     real = _combine(op, real_values(a), real_values(b))
     c = _binary_case(op, a, b, so, _exact_output(g, real, so))
     c.clause = _clause(op, "output0", "rounding")
