@@ -96,6 +96,8 @@ def pytest_addoption(parser):
                 help="device profile (TOML) of the netrun target (qnn-net-run style tools)")
     g.addoption("--certify", action="store_true", default=False,
                 help="write certificate.md/.json: a verdict per op and target (see docs/reports.md)")
+    g.addoption("--certify-key", default=None, metavar="FILE",
+                help="sign the certificate with this key file (default: the per-user key of the golden store)")
     g.addoption("--waivers", action="append", default=[], metavar="FILE",
                 help="waiver file (qconform-waivers/1) turning known failures into 'waived' (repeatable)")
     g.addoption("--isolation", default="process", choices=["process", "none"],
@@ -419,7 +421,10 @@ class QconformSession:
             self.report = write_reports(self.folder.path, policy=self.policy,
                                         parquet_in_child=True,
                                         waivers=self.run.waivers if self.run else None,
-                                        certify=self.opts.certify, run_info=doc)
+                                        certify=self.opts.certify, run_info=doc,
+                                        certify_cases=([[c.id, c.sha256()] for c in self._cases()]
+                                                       if self.opts.certify and self.graph is None else None),
+                                        certify_key=self.config.getoption("certify_key"))
             # an (op, target) failing as a whole (its bias, its declared scheme) fails the run; judged
             # from results.jsonl, so a resumed or xdist run gets the verdict of an uninterrupted one
             if session.exitstatus == 0 and any(not g["finding"] for g in self.report.groups):
