@@ -395,12 +395,14 @@ def _key(key_file: str | Path | None) -> tuple[bytes, str]:
 
 
 def sign(cert: dict, key_file: str | Path | None = None) -> dict:
-    """``cert`` with ``signature``: HMAC-SHA256 of its canonical JSON (every other field);
+    """``cert`` with ``signature``: HMAC-SHA256 of its canonical JSON (every other field) and of the
+    signature's own ``alg`` and ``key``;
     without a usable key the signature says why and nothing can verify it."""
     cert = {k: v for k, v in cert.items() if k != "signature"}
     try:
         key, what = _key(key_file)
-        cert["signature"] = {"alg": "HMAC-SHA256", "key": what, "value": keyed.mac(key, _canonical(cert))}
+        cert["signature"] = {"alg": "HMAC-SHA256", "key": what,
+                             "value": keyed.mac(key, _canonical(cert), "HMAC-SHA256", what)}
     except (keyed.KeyProblem, OSError, ValueError) as e:
         cert["signature"] = {"alg": "HMAC-SHA256", "key": None, "value": None, "why": str(e)}
     return cert
@@ -418,7 +420,8 @@ def signature_ok(cert: dict, key_file: str | Path | None = None) -> tuple[bool, 
         body = _canonical(cert)
     except (TypeError, ValueError) as e:
         return False, f"not canonical JSON: {e}"
-    if sig.get("alg") != "HMAC-SHA256" or not keyed.verify(key, sig["value"], body):
+    if (set(sig) != {"alg", "key", "value"} or sig.get("alg") != "HMAC-SHA256" or not isinstance(sig.get("key"), str)
+            or not keyed.verify(key, sig["value"], body, "HMAC-SHA256", sig["key"])):
         return False, f"signature does not match (edited, or signed with another key than {what})"
     return True, f"signature valid ({what})"
 
