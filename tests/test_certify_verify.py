@@ -123,3 +123,12 @@ def test_unreadable_certificates_exit_2(tmp_path, capsys):
     with pytest.raises(OSError):
         read_certificate(tmp_path / "fifo")
     assert "unreadable" in capsys.readouterr().err
+
+
+def test_the_user_key_signs_by_default(monkeypatch, tmp_path):
+    from reports.certify import sign, signature_ok
+    monkeypatch.setenv("QCONFORM_KEY_FILE", str(tmp_path / "key"))     # (keyed.py creates it, mode 0600)
+    doc = sign({"format": FORMAT, "x": 1})
+    assert "user's key" in doc["signature"]["key"] and signature_ok(doc)[0]
+    doc["x"] = 2
+    assert not signature_ok(doc)[0]
