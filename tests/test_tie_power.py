@@ -71,38 +71,46 @@ def test_ties_cases_are_added_beyond_cases_per_op():
 
 # ----------------------------------------------------------------------------- certify
 
-def _certify(pytester, kernel, ops, *extra):
-    run, rd = run_inprocess(pytester, f"--target=tests.tie_kernels:{kernel}", "--ops", ",".join(ops), "--certify",
-                            *extra)
+def _certify(pytester, targets, ops, *extra):
+    run, rd = run_inprocess(pytester, "--target=" + ",".join(f"tests.tie_kernels:{t}" for t in targets),
+                            "--ops", ",".join(ops), "--certify", *extra)
     cert = json.loads((rd / "certificate.json").read_text())
-    return run, {o["op"]: o for o in cert["ops"] if o["spec"] == "litert-int8"}
+    return run, {(o["target"], o["op"]): o for o in cert["ops"] if o["spec"] == "litert-int8"}
 
 
-# FULLY_CONNECTED (the kernel) and one op of each other requantizing family: elementwise,
-# conv, pool, reduce, quantize, activation, resize; each at the default 30 cases per op
+# one op of each requantizing family: elementwise, conv (FULLY_CONNECTED, the issue's), pool, reduce,
+# quantize, activation, resize; each at the default 30 cases per op. The tie-breaking kernels are
+# the golden with its ties moved; the vendor's FULLY_CONNECTED is written from the docs.
 FAMILIES = ["FULLY_CONNECTED", "ADD", "CONV_2D", "AVERAGE_POOL_2D", "MEAN", "QUANTIZE", "LEAKY_RELU",
             "RESIZE_BILINEAR"]
 BIT_EXACT = f"--tolerance={ROOT / 'examples' / 'kernels' / 'bit-exact.toml'}"
+VENDOR = {"HalfUp": "VendorFCHalfUp", "TowardZero": "VendorFCTowardZero", "Correct": "VendorFC"}
+NAMES = {"HalfUp": ("tie-half-up", "vendor-fc-half-up"), "TowardZero": ("tie-toward-zero", "vendor-fc-toward-zero"),
+         "Correct": ("tie-correct", "vendor-fc")}
 
 
 @pytest.mark.parametrize("kernel", ["HalfUp", "TowardZero", "Correct"])
 def test_certify_refuses_one_way_tie_breaking_in_every_family(pytester, kernel):
-    run, ops = _certify(pytester, kernel, FAMILIES, *([BIT_EXACT] if kernel == "Correct" else []))
-    assert set(ops) == set(FAMILIES)
-    for op, o in ops.items():
+    run, ops = _certify(pytester, [kernel, VENDOR[kernel]], FAMILIES, *([BIT_EXACT] if kernel == "Correct" else []))
+    moved, vendor = NAMES[kernel]
+    judged = [(moved, op) for op in FAMILIES] + [(vendor, "FULLY_CONNECTED")]
+    assert set(judged) <= set(ops)
+    for key in judged:
+        o = ops[key]
         t = o["toward_zero_point"]
         if kernel == "Correct":
-            assert o["verdict"] == "bit-exact", (op, o)
+            assert o["verdict"] == "bit-exact", (key, o)
         elif kernel == "HalfUp":    # every negative tie +1: biased above the golden
-            assert o["verdict"] == "non-conformant" and o["bias"]["p"] < 1e-12, (op, o)
-            assert any("biased +" in w for w in o["op_failures"]), (op, o["op_failures"])
+            assert o["verdict"] == "non-conformant" and o["bias"]["p"] < 1e-12, (key, o)
+            assert any("biased +" in w for w in o["op_failures"]), (key, o["op_failures"])
         else:    # balanced above / below, but every tie shrinks: the certificate's own rule
-            assert o["verdict"] == "non-conformant" and t["away"] == 0 and sign_test_p(t["toward"], 0) < 1e-12, (op, o)
-            assert any("shrink toward the zero point" in w for w in o["op_failures"]), (op, o["op_failures"])
+            assert o["verdict"] == "non-conformant" and t["away"] == 0 and sign_test_p(t["toward"], 0) < 1e-12, (key, o)
+            assert any("shrink toward the zero point" in w for w in o["op_failures"]), (key, o["op_failures"])
     # (the run fails too: biased, or the declared scheme beaten by >= 20 elements)
     assert run.returncode == (0 if kernel == "Correct" else 1)
 
 
-def test_correct_fully_connected_is_conformant_under_the_default_tolerance(pytester):
-    run, ops = _certify(pytester, "Correct", ["FULLY_CONNECTED"])
-    assert run.returncode == 0 and ops["FULLY_CONNECTED"]["verdict"] in ("bit-exact", "conformant within tolerance")
+def test_vendor_fully_connected_is_conformant_under_the_default_tolerance(pytester):
+    run, ops = _certify(pytester, ["VendorFC"], ["FULLY_CONNECTED"])
+    o = ops[("vendor-fc", "FULLY_CONNECTED")]
+    assert run.returncode == 0 and o["verdict"] in ("bit-exact", "conformant within tolerance"), o

@@ -12,6 +12,9 @@ that rounds half toward zero moves every one 1 toward the zero point.
 ``HalfUp``     the golden, with every exact tie rounded toward +inf
 ``TowardZero`` the golden, with every exact tie rounded toward zero
 ``HalfEven``   the golden, with every exact tie rounded to the even code (unbiased, other scheme)
+
+``VendorFC``, ``VendorFCHalfUp``, ``VendorFCTowardZero``: FULLY_CONNECTED written from the docs,
+not from the golden (the issue's vendor kernel), rounding half away from zero, half up, toward zero.
 """
 
 from __future__ import annotations
@@ -96,3 +99,63 @@ class HalfEven(Correct):
 
     def move(self, w, tie, sign):
         return np.where(tie & (w % 2 != 0), w - sign, w)
+
+
+# ----------------------------------------------------------------------------- a vendor's FULLY_CONNECTED
+
+def _half_away(v):
+    return np.sign(v) * np.floor(np.abs(v) + 0.5)
+
+
+ROUNDINGS = {
+    "away": _half_away,                                       # std::round: LiteRT's reference kernel
+    "up": lambda v: np.floor(v + 0.5),                        # ties toward +inf
+    "toward_zero": lambda v: np.sign(v) * np.ceil(np.abs(v) - 0.5),   # ties toward zero
+}
+
+
+class VendorFC(Target):
+    """A FULLY_CONNECTED kernel written from the docs (docs/arithmetic.md: ``float-round``), not
+    from the golden: int32 accumulator, double multiplier s_in * s_w[c] / s_out, one rounding
+    (``rounding``), zero point, clamp to the fused activation's range."""
+
+    name = "vendor-fc"
+    description = "a vendor's FULLY_CONNECTED, std::round in double (test kernel)"
+    isolate = False
+    expected_scheme = "tflite-ref-double"
+    rounding = "away"
+
+    def unsupported(self, case):
+        return None if case.op == "FULLY_CONNECTED" and case.outputs[0].dtype == "int8" else "FULLY_CONNECTED int8 only"
+
+    def run_one(self, case, timing: Timing) -> Outcome:
+        x_t, w_t, out = case.inputs[0], case.inputs[1], case.outputs[0]
+        o, k = w_t.shape
+        x = np.asarray(x_t.data, np.int64).reshape(-1, k) - x_t.zero_point[0]
+        w = np.asarray(w_t.data, np.int64).reshape(o, k) - (0 if len(w_t.scale) > 1 else w_t.zero_point[0])
+        acc = x @ w.T
+        if len(case.inputs) > 2 and case.inputs[2].data is not None:
+            acc = acc + np.asarray(case.inputs[2].data, np.int64)
+        s_w = np.asarray(w_t.scale, np.float32).astype(np.float64)
+        real = np.float64(np.float32(x_t.scale[0])) * s_w / np.float64(np.float32(out.scale[0]))
+        v = np.clip(ROUNDINGS[self.rounding](acc * real), -2 ** 31, 2 ** 31 - 1).astype(np.int64)
+        s, z = np.float32(out.scale[0]), out.zero_point[0]
+        lo, hi = -128, 127
+        act = case.attrs.get("fused_activation_function", "NONE")
+        bounds = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}.get(act, (None, None))
+        if bounds[0] is not None:
+            lo = max(lo, z + int(_half_away(np.float32(bounds[0]) / s)))
+        if bounds[1] is not None:
+            hi = min(hi, z + int(_half_away(np.float32(bounds[1]) / s)))
+        y = np.clip(v + z, lo, hi).astype(np.int8).reshape(out.shape)
+        return Outcome.ok([y], [10.0])
+
+
+class VendorFCHalfUp(VendorFC):
+    name = "vendor-fc-half-up"
+    rounding = "up"
+
+
+class VendorFCTowardZero(VendorFC):
+    name = "vendor-fc-toward-zero"
+    rounding = "toward_zero"
