@@ -114,3 +114,39 @@ def test_vendor_fully_connected_is_conformant_under_the_default_tolerance(pytest
     run, ops = _certify(pytester, ["VendorFC"], ["FULLY_CONNECTED"])
     o = ops[("vendor-fc", "FULLY_CONNECTED")]
     assert run.returncode == 0 and o["verdict"] in ("bit-exact", "conformant within tolerance"), o
+
+
+# ----------------------------------------------------------------------------- the certificate's rules
+
+def _entry(*rows):
+    from reports.certify import _Entry
+    e = _Entry()
+    for r in rows:
+        e.add({"status": "pass", "case_id": "c", "case_digest": "d", "out_dtype": "int8", "pos_err": 0, "neg_err": 0,
+               **r})
+    return e
+
+
+def test_a_declared_scheme_losing_only_on_ties_is_refused():
+    run = "tflite-ref-double"
+    ties_only = _entry({"elements": 100, "mismatches": 3, "causes": {"tie": 3},
+                        "scheme_exact": {run: 97, "xnnpack-fp32": 100}})
+    best, why = ties_only.tie_scheme_failure(run, run)
+    assert best == "xnnpack-fp32" and "every one a rounding tie" in why
+    assert ties_only.tie_scheme_failure("ort-fp32-rne", run)[1] is None      # declared another scheme: the run's rule
+    mixed = _entry({"elements": 100, "mismatches": 3, "causes": {"tie": 2, "scheme": 1},
+                    "scheme_exact": {run: 97, "xnnpack-fp32": 100}})
+    assert mixed.tie_scheme_failure(run, run)[1] is None                      # not only ties: the gap rule (20)
+    exact = _entry({"elements": 100, "mismatches": 0, "scheme_exact": {run: 100, "xnnpack-fp32": 100}})
+    assert exact.tie_scheme_failure(run, run) == (run, None)
+
+
+def test_outputs_shrinking_toward_the_zero_point_are_refused():
+    from suite.core.tolerance import load_policy
+    tol = load_policy().lookup("ADD", "x", "int8")
+    shrink = _entry({"elements": 1000, "mismatches": 30, "toward_zp_err": 30, "pos_err": 15, "neg_err": 15})
+    assert "shrink toward the zero point" in shrink.shrink_failure(tol)
+    even = _entry({"elements": 1000, "mismatches": 30, "toward_zp_err": 16, "pos_err": 15, "neg_err": 15})
+    assert even.shrink_failure(tol) is None
+    few = _entry({"elements": 1000, "mismatches": 19, "toward_zp_err": 19, "pos_err": 10, "neg_err": 9})
+    assert few.shrink_failure(tol) is None                                     # below bias_min_mismatches (20)
