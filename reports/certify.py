@@ -37,9 +37,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import os
 import re
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -388,7 +386,7 @@ def _key(key_file: str | Path | None) -> tuple[bytes, str]:
     key (suite/core/keyed.py). Raises keyed.KeyProblem."""
     if key_file is None:
         return keyed.user_key(), "the user's key (suite/core/keyed.py)"
-    data = read_bounded(key_file, 1 << 16)
+    data = keyed.read_regular(key_file, 1 << 16)
     if len(data) < 16:
         raise keyed.KeyProblem(Path(key_file), f"holds {len(data)} bytes: a key needs at least 16")
     return data, f"key file {Path(key_file).name}"
@@ -424,29 +422,6 @@ def signature_ok(cert: dict, key_file: str | Path | None = None) -> tuple[bool, 
             or not keyed.verify(key, sig["value"], body, "HMAC-SHA256", sig["key"])):
         return False, f"signature does not match (edited, or signed with another key than {what})"
     return True, f"signature valid ({what})"
-
-
-def read_bounded(path: str | Path, limit: int) -> bytes:
-    """The bytes of the regular file ``path`` (no symbolic link, FIFO or device), at most ``limit``:
-    OSError otherwise."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(f"{path}: not a regular file")
-        if st.st_size > limit:
-            raise OSError(f"{path}: {st.st_size} bytes, more than {limit}")
-        data = b""
-        while len(data) <= limit:
-            chunk = os.read(fd, limit + 1 - len(data))
-            if not chunk:
-                break
-            data += chunk
-        if len(data) > limit:
-            raise OSError(f"{path}: more than {limit} bytes")
-        return data
-    finally:
-        os.close(fd)
 
 
 def to_markdown(cert: dict[str, Any]) -> str:
@@ -530,7 +505,7 @@ def read_certificate(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if p.is_dir():
         p = p / CERT_JSON
-    doc = json.loads(read_bounded(p, MAX_CERT_BYTES).decode("utf-8"))
+    doc = json.loads(keyed.read_regular(p, MAX_CERT_BYTES).decode("utf-8"))
     if not isinstance(doc, dict):
         raise ValueError(f"{p}: not a JSON object")
     return doc

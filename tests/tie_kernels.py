@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from reference import golden, has_golden
+from reference import golden
 from reports.causes import TIE_EPS
 from suite.core.dtypes import DTYPES
 from targets.base import Outcome, Target, Timing
+from tests.bias_targets import HalfUp as HalfUpGolden
 
 
 def tie_moves(case) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -58,14 +59,12 @@ def tie_split(case) -> tuple[int, int]:
     return pos, neg
 
 
-class Correct(Target):
+class Correct(HalfUpGolden):
+    """(bias_targets.HalfUp's runtime facts; its outputs are the golden's, ties moved by ``move``)"""
+
     name = "tie-correct"
     description = "the golden's own rounding (test kernel)"
-    isolate = False
     expected_scheme = "tflite-ref-double"
-
-    def unsupported(self, case):
-        return None if has_golden(case.op) else f"no golden for {case.op}"
 
     def move(self, w, tie, sign):
         return w
