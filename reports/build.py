@@ -107,7 +107,8 @@ def _expected(info: dict | None) -> dict[str, str]:
 
 
 def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bool = False,
-                  run_info: dict | None = None, parquet_in_child: bool = False, baseline=None) -> Report:
+                  run_info: dict | None = None, parquet_in_child: bool = False, baseline=None,
+                  certify_cases: list | None = None, certify_key=None) -> Report:
     """Write summary.csv, summary.md, results.parquet, index.html (and, with ``certify``,
     certificate.md/.json) of ``run_dir``/results.jsonl; and run.json when ``run_info`` is given
     (the run's document, reports.runinfo.run_info), with the counts and costs of the rows added.
@@ -116,7 +117,8 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
 
     ``policy``: the suite.core.tolerance.Policy the certificate quotes (default: the run's
     tolerance file, else the suite's); ``waivers``: the run's suite.core.waivers.Waivers.
-    ``parquet_in_child``: results.parquet is written by ``python -m reports.parquet`` in a process
+    ``certify_cases``: the run's cases as [[id, sha256], ...] in generation order, ``certify_key``: a
+    key file to sign the certificate with (reports/certify.py). ``parquet_in_child``: results.parquet is written by ``python -m reports.parquet`` in a process
     of its own, alongside (see reports/parquet.py). ``baseline``: a run folder; the report opens with
     what is new since it (reports/since.py). Never raises for an artefact: see :attr:`Report.errors`.
     """
@@ -151,7 +153,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         failed["parquet"] = e
     try:
         if certify:
-            certifier = Certifier(judged or _policy(info), _versions(info), waivers)
+            certifier = Certifier(judged or _policy(info), _versions(info), waivers, certify_cases)
             feeds["certificate"] = certifier.add
     except Exception as e:  # noqa: BLE001
         failed["certificate"] = e
@@ -200,7 +202,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     if certify:
         if certifier is not None and "certificate" not in failed:
             try:
-                cert = report.certificate = certifier.certificate(info, summary.verdicts)
+                cert = report.certificate = certifier.certificate(info, summary.verdicts, key_file=certify_key)
             except Exception as e:  # noqa: BLE001
                 failed["certificate"] = e
         attempt(CERT_MD, ("certificate",), lambda: write_atomic(d / CERT_MD, certificate_markdown(cert)))

@@ -105,6 +105,8 @@ def pytest_addoption(parser):
                 help="device profile (TOML) of the netrun target (qnn-net-run style tools)")
     g.addoption("--certify", action="store_true", default=False,
                 help="write certificate.md/.json: a verdict per op and target (see docs/reports.md)")
+    g.addoption("--certify-key", default=None, metavar="FILE",
+                help="sign the certificate with this key file (default: the per-user key of the golden store)")
     g.addoption("--waivers", action="append", default=[], metavar="FILE",
                 help="waiver file (qconform-waivers/1) turning known failures into 'waived' (repeatable)")
     g.addoption("--isolation", default="process", choices=["process", "none"],
@@ -503,7 +505,10 @@ class QconformSession:
                                             parquet_in_child=True,
                                             waivers=self.run.waivers if self.run else None,
                                             certify=self.opts.certify, run_info=doc,
-                                            baseline=self.baseline)
+                                            baseline=self.baseline,
+                                            certify_cases=([[c.id, c.sha256()] for c in self._cases()]
+                                                           if self.opts.certify and self.graph is None else None),
+                                            certify_key=self.config.getoption("certify_key"))
                 if self.interrupted or self.stop is None or self.stop.count == signals:
                     break
             # an (op, target) failing as a whole (its bias, its declared scheme) fails the run; judged

@@ -166,7 +166,9 @@ class Judge:
                 "neg_err": sum(int(np.count_nonzero(e < 0)) for e in cmp.errors),
             })
             if cmp.mismatches and not cmp.garbage:   # (the golden is kept: no second computation)
-                row.update(_worst(cmp, o.outputs, self.goldens.get(c, self.scheme)))
+                want = self.goldens.get(c, self.scheme)
+                row.update(_worst(cmp, o.outputs, want))
+                row["toward_zp_err"] = _toward_zero_point(cmp, want, c)
             if not cmp.garbage:   # the same case on two devices: bit-identical outputs iff equal digests
                 row["out_digest"] = _digest(o.outputs)
             if tol is not None:
@@ -203,6 +205,18 @@ def _worst(cmp: Comparison, got, want) -> dict[str, Any]:
     return {"worst_output": k, "worst_index": [int(i) for i in np.unravel_index(j, e.shape)],
             "worst_got": np.asarray(got[k]).ravel()[j].item(), "worst_want": np.asarray(want[k]).ravel()[j].item(),
             "worst_err_lsb": int(e.ravel()[j])}
+
+
+def _toward_zero_point(cmp: Comparison, want, c: Case) -> int:
+    """Mismatching elements whose error points at the output zero point (|got - zp| < |want - zp|):
+    all of them for a kernel that breaks ties toward zero, a bias the +/- sign test cannot see
+    (certificates test it: reports/certify.py)."""
+    n = 0
+    for e, w, spec in zip(cmp.errors, want, c.outputs):
+        z = spec.zero_point[0] if spec.zero_point and len(spec.zero_point) == 1 else None
+        if z is not None and np.asarray(w).dtype.kind in "iu":
+            n += int(np.count_nonzero(np.asarray(e) * (np.asarray(w).reshape(np.shape(e)).astype(np.int64) - z) < 0))
+    return n
 
 
 def _message(v: Verdict, c: Case, cmp: Comparison | None, tol: Tolerance | None) -> str:
