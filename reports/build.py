@@ -78,6 +78,7 @@ class _Tally:
         self.counts: dict[str, int] = {}
         self.rows = 0
         self.devices: set[str] = set()
+        self.isa: dict[str, list[str]] = {}   # device -> its ISA flags (the rows' device_isa)
 
     def add(self, r: dict) -> None:
         s = r.get("status", Status.ERROR.value)   # (a row without one: an error)
@@ -85,6 +86,8 @@ class _Tally:
         self.rows += 1
         if r.get("device"):
             self.devices.add(str(r["device"]))
+            if r.get("device_isa") is not None:
+                self.isa[str(r["device"])] = str(r["device_isa"]).split()
 
 
 def _error(what: str, e: BaseException) -> str:
@@ -196,7 +199,8 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         info = run_info = {**run_info, "exit_status": 2}   # (pytest's "interrupted": suite/plugin.py)
     if run_info is not None:
         if "tally" not in failed:
-            info = with_results(run_info, counts=report.counts, rows=tally.rows, devices=list(tally.devices))
+            info = with_results(run_info, counts=report.counts, rows=tally.rows, devices=list(tally.devices),
+                                isa=tally.isa)
         attempt(RUN_JSON, (), lambda: write_run_info(d, info))
     cert = None
     if certify:

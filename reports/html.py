@@ -30,6 +30,7 @@ from typing import Any
 from reports import plots, witness
 from reports.since import html_section as since_section
 from reports.causes import CAUSE_TEXT, CAUSES, HistTally, hist_key_order
+from reports.runinfo import machines
 from reports.summary import Summary, failure_kind, fmt, totals, verdict, worst_text
 from suite.core.verdict import ERRORS, Status
 
@@ -281,6 +282,8 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
     parts.append(f"<h1>qconform report &mdash; run {_e(run_id)}</h1>")
     word, line = verdict(tot, run_info)
     parts.append(f'<div class="verdict {word}" id="verdict">{word}: {_e(line)}</div>')
+    if machines(run_info):   # where it ran: the host's and each device's ISA (what the runtimes dispatch on)
+        parts.append('<p class="muted" id="machines">' + "<br>".join(_e(m) for m in machines(run_info)) + "</p>")
     parts.append(f'<p id="counts">{page.rows} results, {len(ops)} ops, {len(targets)} targets: '
                  f'{tot["passed"]} passed, <b>{_n(tot["new"], "new failure")}</b> ({_n(tot["failed_new"], "fail")}, '
                  f'{_n(tot["errors_new"], "error")}), {tot["known"]} known ({_n(tot["findings"], "finding")}, '

@@ -20,6 +20,7 @@ from reports import witness
 from reports.causes import BiasTally, SchemeTally, judge_group
 from reports.runinfo import missing_rows
 from reports.since import markdown_section as since_section
+from reports.runinfo import machines
 from suite.core.verdict import ERRORS, Status
 
 COLUMNS = ["op", "target", "cases", "passed", "failed", "unsupported", "errors", "bit_exact_pct",
@@ -352,6 +353,8 @@ def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[d
     reports.crossdevice), then the whole table."""
     word, line = verdict(totals(summary), run_info)
     out = [f"# qconform summary\n\n**{word}: {line}**\n"]
+    where = machines(run_info)
+    out += [f"- {_md(m)}" for m in where] + ([""] if where else [])
     out.append(since or since_section(None))   # new since the baseline, or that there is none (#22)
     if new:
         out.append("## New failures\n")

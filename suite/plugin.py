@@ -47,6 +47,7 @@ from suite.harness.session import set_up
 from suite.harness.shard import parse_shard, shard_info
 from suite.models.harvest import harvest_model, model_feeds
 from suite.models.verdicts import write_model_reports
+from targets.device_runner import isa_flags
 from targets.remote import plan_workers
 from targets.transport import parse_device_list
 
@@ -315,7 +316,8 @@ class QconformSession:
                        "tolerance_copy": str(self.folder.path / TOLERANCE_COPY),
                        "model": self.config.option.model, "shard": self.shard_doc}
             self._doc = run_info(run_id=self.run_id, options=options, targets=targets, unavailable=self.unavailable,
-                                 started=self.started, command=[str(a) for a in self.config.invocation_params.args])
+                                 started=self.started, command=[str(a) for a in self.config.invocation_params.args],
+                                 isa=isa_flags())
             doc = self._doc
         else:   # (git and host facts as at the start)
             cost = {k: round(float(v), 3) for k, v in (self.run.stats if self.run is not None else {}).items()}

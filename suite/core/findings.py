@@ -29,10 +29,18 @@ class Finding:
     #: independent confirmation of the golden where the finding's target disagrees with it
     witnesses: tuple[str, ...] = ()
     case: str = ""
+    #: the CPU the case ran on has every one of ``isa_has`` and none of ``isa_lacks`` (ISA flags,
+    #: targets.device_runner.isa_flags); a finding with either matches no verdict whose ISA is unknown
+    isa_has: tuple[str, ...] = ()
+    isa_lacks: tuple[str, ...] = ()
 
-    def matches(self, op: str, target: str, variant: str, status: str = "fail", params: dict | None = None) -> bool:
+    def matches(self, op: str, target: str, variant: str, status: str = "fail", params: dict | None = None,
+                isa: frozenset[str] | None = None) -> bool:
         if not (status in self.status and any(fnmatch.fnmatchcase(op, p) for p in self.op)
                 and any(fnmatch.fnmatchcase(target, p) for p in self.target)):
+            return False
+        if (self.isa_has or self.isa_lacks) and (isa is None or not isa.issuperset(self.isa_has)
+                                                 or not isa.isdisjoint(self.isa_lacks)):
             return False
         if params is not None and self.where:
             return any(all(_holds(params.get(k), c) for k, c in w.items()) for w in self.where)
@@ -76,17 +84,24 @@ def findings() -> tuple[Finding, ...]:
         if not (isinstance(wit, list) and all(isinstance(w, str) and w for w in wit)) or (wit and not r.get("case")):
             raise QconformError("must be a list of target names, with `case` naming the case file they ran",
                                 source=str(FILE), field=f"finding[{i}].witnesses", rule="witnesses = [\"ort\", ...]")
+        for key in ("isa_has", "isa_lacks"):
+            if not (isinstance(r.get(key, []), list) and all(isinstance(x, str) and x for x in r.get(key, []))):
+                raise QconformError("must be a list of ISA flags", source=str(FILE), field=f"finding[{i}].{key}",
+                                    rule=f'{key} = ["avx2", ...] (names of /proc/cpuinfo\'s flags)')
         out.append(Finding(id=r["id"], witnesses=tuple(wit), case=str(r.get("case", "")), op=_tuple(r.get("op", "*")), target=_tuple(r.get("target", "*")),
                            # a region (where) with no variant is the hunt's alone: "*" would make it
                            # explain every generated failure of its ops, in the region or not
                            reason=r["reason"], variant=_tuple(r.get("variant", "hunt-only" if where else "*")),
-                           status=_tuple(r.get("status", "fail")), where=tuple(where)))
+                           status=_tuple(r.get("status", "fail")), where=tuple(where),
+                           isa_has=tuple(r.get("isa_has", ())), isa_lacks=tuple(r.get("isa_lacks", ()))))
     return tuple(out)
 
 
-def match(op: str, target: str, variant: str = "*", status: str = "fail", params: dict | None = None) -> Finding | None:
-    """The first finding that explains this verdict (``params``: a hunted case's, suite/cases/hunt)."""
+def match(op: str, target: str, variant: str = "*", status: str = "fail", params: dict | None = None,
+          isa: frozenset[str] | None = None) -> Finding | None:
+    """The first finding that explains this verdict (``params``: a hunted case's, suite/cases/hunt;
+    ``isa``: the ISA flags of the CPU it ran on)."""
     for f in findings():
-        if f.matches(op, target, variant, status, params):
+        if f.matches(op, target, variant, status, params, isa):
             return f
     return None

@@ -10,6 +10,7 @@ golden store (suite/harness/goldens.py) when it is on.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 from typing import Any
 
@@ -24,6 +25,7 @@ from suite.core.tolerance import Policy, Tolerance
 from suite.core.verdict import Status, Verdict
 from suite.core.waivers import Waivers
 from targets.base import Outcome, latency_stats
+from targets.device_runner import isa_flags
 
 
 class Goldens:
@@ -75,6 +77,20 @@ class Goldens:
         return stacks[key]
 
 
+@functools.cache
+def _host_isa() -> frozenset[str]:
+    return frozenset(isa_flags())
+
+
+def _isa(o: Outcome) -> frozenset[str] | None:
+    """The ISA flags of the CPU the outcome comes from: its device's (``device_isa``; None when a
+    device did not tell them), else this host's."""
+    if "device" not in o.info:
+        return _host_isa()
+    dev = o.info.get("device_isa")
+    return frozenset(str(dev).split()) if dev is not None else None
+
+
 class Judge:
     def __init__(self, *, scheme: str, policy: Policy, waivers: Waivers, goldens: Goldens,
                  run_id: str, seed: int, worker: str | None = None):
@@ -104,7 +120,7 @@ class Judge:
         else:
             v.status = Status(o.status)
         if v.status.is_bad and not v.golden_error:
-            f = match(case.op, target, case.variant, v.status.value)
+            f = match(case.op, target, case.variant, v.status.value, isa=_isa(o))
             if f is not None:
                 v.finding = f.id
                 v.reason = f"known finding {f.id}: {f.reason}; {v.reason}"

@@ -106,7 +106,7 @@ def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | 
 def _default_latency_cases(devices: list, device) -> int:
     """3; 0 when this process drives only emulated devices (``qemu:``): each case alone costs
     one more start of the emulated runtime, for a latency that says nothing of the board."""
-    if devices and all(d.kind == "qemu" for d in ([device] if device else devices)):
+    if devices and all(d.kind in ("qemu", "qemu-x86") for d in ([device] if device else devices)):
         return 0
     return 3
 
