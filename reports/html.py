@@ -396,23 +396,23 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
     # ---- causes
     parts.append('<h2 id="causes-section">Mismatch causes</h2>')
     parts.append("<p>Every mismatching element is labelled: " + "; ".join(
-        f"<b>{c}</b>: {_e(CAUSE_TEXT[c])}" for c in CAUSES) + ". Unexplained ones come first: a kernel team "
-        "looks at those before anything else.</p>")
-    crow = []
+        f"<b>{c}</b>: {_e(CAUSE_TEXT[c])}" for c in CAUSES) + ". (op, target)s with new failures come first, "
+        "then the most unexplained elements: a kernel team looks at those before anything else.</p>")
+    crow = []   # (#24: new failures first; the clamp column)
+    shown = ["unexplained", "clamp", "saturation", "scheme", "tie"]
     for (op, t), r in s.items():
         counts = {c: int(r.get(f"cause_{c}") or 0) for c in CAUSES}
         if sum(counts.values()):
-            crow.append([op, t, counts["unexplained"], counts["saturation"], counts["scheme"], counts["tie"],
-                         sum(counts.values()), r.get("best_scheme"), r.get("best_scheme_exact_pct")])
-    crow.sort(key=lambda x: (-x[2], -x[6]))
+            new = int(r.get("failed_new") or 0) + int(r.get("errors_new") or 0)
+            crow.append([op, t, new, *(counts[c] for c in shown), sum(counts.values()), r.get("best_scheme"),
+                         r.get("best_scheme_exact_pct")])
+    crow.sort(key=lambda x: (-x[2], -x[3], -x[8]))
     if crow:
-        cols = ["op", "target", "unexplained", "saturation", "scheme", "tie", "mismatches", "best_scheme",
-                "best_scheme_exact_pct"]
-        parts.append('<div class="box wide">' + _table(cols, crow, "causes", set(cols[2:7] + ["best_scheme_exact_pct"]))
+        cols = ["op", "target", "new_failures", *shown, "mismatches", "best_scheme", "best_scheme_exact_pct"]
+        parts.append('<div class="box wide">' + _table(cols, crow, "causes", set(cols[2:9] + ["best_scheme_exact_pct"]))
                      + "</div>")
         parts.append(_img(plots.causes_svg([f"{x[0]} @ {x[1]}" for x in crow],
-                                           {c: [x[2 + i] for x in crow] for i, c in
-                                            enumerate(["unexplained", "saturation", "scheme", "tie"])}),
+                                           {c: [x[3 + i] for x in crow] for i, c in enumerate(shown)}),
                           "mismatch causes", "causes-plot"))
     else:
         parts.append("<p>No mismatching elements.</p>")
