@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 
 from reference import golden
-from suite.cases.hunt import PARAMS, RandomDraw, draw_case, hunt_ops, params, region
+from suite.cases.hunt import PARAMS, RandomDraw, draw_case, hunt_ops, params
 from suite.core.case import load_case
 from suite.core.findings import findings, match
 from suite.core.spec import check_case
 from suite.harness import hunt as hunt_mod
-from suite.harness.hunt import Hunter, HuntOptions, kind
+from suite.harness.hunt import Hunter, HuntOptions, failure_region
+from suite.harness.judge import symptom
 from suite.harness.isolation import executor_for
 from suite.harness.shrink import elements
 from targets import get_target
@@ -71,7 +72,6 @@ def test_every_space_draws_cases_the_spec_and_the_golden_take(op):
         golden(case)
         p = params(case)
         assert set(p) <= set(PARAMS), set(p) - set(PARAMS)
-        assert {k for k, v in region(case, p).items() if v is not None} <= set(p)
 
 
 def test_every_where_names_params_a_hunted_case_has():
@@ -81,13 +81,13 @@ def test_every_where_names_params_a_hunted_case_has():
             assert set(w) <= allowed, (f.id, set(w) - allowed)
 
 
-def test_where_matches_hunted_cases_and_the_variant_the_generated_ones():
+def test_where_matches_every_case_by_its_params_never_by_its_variant():
     hunted = {"out_mult_log2": 2.5}
-    assert match("SUB", "tflite-ref", "hunt", "fail", hunted).id == "sub-output-multiplier-gt1"
-    assert match("SUB", "tflite-ref", "hunt", "fail", {"out_mult_log2": -0.5}) is None
+    for variant in ("hunt", "mult_gt1", "random", "*"):   # a hunted, generated or any case alike
+        assert match("SUB", "tflite-ref", variant, "fail", hunted).id == "sub-output-multiplier-gt1"
+        assert match("SUB", "tflite-ref", variant, "fail", {"out_mult_log2": -0.5}) is None
     assert match("SUB", "tflite-ref", "hunt", "fail", {}) is None            # a missing param holds nothing
-    assert match("SUB", "tflite-ref", "mult_gt1", "fail").id == "sub-output-multiplier-gt1"
-    assert match("SUB", "tflite-ref", "hunt", "fail") is None                  # no params: by variant
+    assert match("SUB", "tflite-ref", "mult_gt1", "fail") is None             # no params: no region holds
     assert match("FULLY_CONNECTED", "tflite-ref", "hunt", "fail",
                  {"table": "qnn", "dtype": "uint8"}).id == "litert-ref-fc-uint8-int8-weights"
     assert match("FULLY_CONNECTED", "tflite-ref", "hunt", "fail", {"table": "qnn", "dtype": "uint16"}) is None
@@ -122,7 +122,8 @@ def corner_add():
 def test_a_corner_bug_is_found_grouped_and_written(tmp_path, corner_add):
     h, res, _ = corner_add
     bad = [g for g in res.groups if g.status == "fail"]
-    assert bad and all(g.region["out_mult_log2"] == ">1" for g in bad), [g.line() for g in res.groups]
+    assert bad and all(params(g.case)["out_mult_log2"] > 6 for g in bad), [g.line() for g in res.groups]
+    assert all(g.region["err"] == "+" for g in bad)   # CornerBug's error is +9
     g = bad[0]
     assert elements(g.case) <= 8   # found that small, or shrunk to it
     h.write(res, tmp_path)
@@ -133,22 +134,23 @@ def test_a_corner_bug_is_found_grouped_and_written(tmp_path, corner_add):
     assert doc["want"][0][0] != doc["got"][0][0]
 
 
-def test_failures_of_one_kind_and_region_are_one_group(corner_add):
-    """Every hit is filed once, under the group its own status, kind and region give; hits of one
-    region are merged (the corner has few regions and many hits)."""
+def test_failures_of_one_symptom_are_one_group(corner_add):
+    """Every hit is filed once, under the group its own symptom gives (status, cause, best scheme,
+    where its worst element lies); hits of one symptom are merged (the corner has few and many hits)."""
     _, res, _ = corner_add
     c = res.counts
     judged = sum(g.hits for g in res.groups) + c.get("pass", 0) + c.get("unsupported", 0)
     refused = sum(c.get(k, 0) for k in ("invalid", "golden_refused", "cut", "space_error"))
     assert judged > 0 and judged + refused <= res.examples   # (hypothesis may end a draw midway)
     for g in res.groups:
-        assert g.region == region(g.case, params(g.case)) and g.cause == kind(g.row, g.status)
+        assert g.region == failure_region(g.case, g.row, g.status) and g.cause == symptom(g.row, g.status)
     assert len({g.key for g in res.groups}) == len(res.groups)
     assert sum(g.hits for g in res.groups) > 2 * len(res.groups), [g.line() for g in res.groups]
 
 
-def test_two_regions_are_two_groups_and_the_same_region_again_is_a_hit():
-    """CornerBug's ADD error in two regions (broadcast or not), then in the first one again."""
+def test_one_symptom_in_two_param_regions_is_one_group():
+    """CornerBug's ADD error (+9 at element 0) in two parameter regions (broadcast or not) and at
+    another output scale: one symptom, one group of three hits (#24: not a group per bucket)."""
     h = Hunter("corner-bug", CornerBug(), HuntOptions(findings=False, isolation="none"))
     a = load_case(DATA / "add-multiplier-1-abort.json")        # output multiplier 2^81
     b = copy.deepcopy(a)
@@ -163,7 +165,7 @@ def test_two_regions_are_two_groups_and_the_same_region_again_is_a_hit():
             h._record(groups, case, v, o, 0.0, i)
     finally:
         h.close()
-    assert sorted((g.region["broadcast"], g.hits) for g in groups.values()) == [(False, 2), (True, 1)]
+    assert [(g.cause, g.region, g.hits) for g in groups.values()] == [("saturation", {"want": "dtype-low", "err": "+"}, 3)]
 
 
 def test_the_search_scores_a_new_failure_above_every_pass_and_a_repeat_as_nothing(corner_add):
@@ -196,7 +198,7 @@ def test_known_findings_are_recognised_and_not_chased_unless_asked():
     if not t.availability()[0]:
         pytest.skip("tflite-ref is not available")
     _, res = _hunt(t, "SUB", findings=True, max_examples=150, seed=1)
-    gt1 = [g for g in res.groups if g.region["out_mult_log2"] == ">1"]
+    gt1 = [g for g in res.groups if params(g.case)["out_mult_log2"] > 0]
     assert gt1 and all(g.known and g.finding == "sub-output-multiplier-gt1" and g.shrunk is None for g in gt1)
     assert all(g not in res.new for g in gt1)
 
@@ -209,7 +211,7 @@ def test_a_short_hunt_rediscovers_sub_multiplier_above_one_on_tflite_ref():
     if not t.availability()[0]:
         pytest.skip("tflite-ref is not available")
     _, res = _hunt(t, "SUB", max_examples=200, seed=0)
-    hit = [g for g in res.new if g.finding == "sub-output-multiplier-gt1" and g.cause == "wrong values"]
+    hit = [g for g in res.new if g.finding == "sub-output-multiplier-gt1" and g.cause == "saturation"]
     assert hit, res.summary()
     assert hit[0].shrunk and params(hit[0].case)["out_mult_log2"] > 0
 

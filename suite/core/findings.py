@@ -22,16 +22,18 @@ class Finding:
     reason: str
     variant: tuple[str, ...] = ("*",)
     status: tuple[str, ...] = ("fail",)   # the verdicts it explains: fail, crash, timeout, error
-    #: for hunted cases (qconform hunt), which carry their params: any one of these tables of
-    #: conditions, all of whose params hold; a finding without one matches them by ``variant``
+    #: its region, a function of the case (suite/cases/hunt/params.py: zero points, scale ratios,
+    #: multipliers, shapes, attributes) and the verdict (max_abs_lsb, cause): any one of these
+    #: tables of conditions, all of whose params hold. A finding with one matches every case by it
+    #: (a generated case, a case file, a hunted case, a model's layer alike), never by ``variant``
     where: tuple[dict, ...] = ()
 
     def matches(self, op: str, target: str, variant: str, status: str = "fail", params: dict | None = None) -> bool:
         if not (status in self.status and any(fnmatch.fnmatchcase(op, p) for p in self.op)
                 and any(fnmatch.fnmatchcase(target, p) for p in self.target)):
             return False
-        if params is not None and self.where:
-            return any(all(_holds(params.get(k), c) for k, c in w.items()) for w in self.where)
+        if self.where:   # (no params: a caller without a case, e.g. a whole group's bias: no match)
+            return params is not None and any(all(_holds(params.get(k), c) for k, c in w.items()) for w in self.where)
         return any(fnmatch.fnmatchcase(variant, p) for p in self.variant)
 
 
@@ -68,16 +70,18 @@ def findings() -> tuple[Finding, ...]:
         if not isinstance(where, list) or not all(isinstance(w, dict) and w for w in where):
             raise QconformError("must be a table of param conditions, or a list of them", source=str(FILE),
                                 field=f"finding[{i}].where", rule="where = {param = value | [lo, hi] | [a, b, ...]}")
+        if where and "variant" in r:   # one verdict per case: the region decides, wherever the case runs
+            raise QconformError("a finding with a region (where) matches cases by it alone", source=str(FILE),
+                                field=f"finding[{i}].variant", rule="where or variant, not both")
         out.append(Finding(id=r["id"], op=_tuple(r.get("op", "*")), target=_tuple(r.get("target", "*")),
-                           # a region (where) with no variant is the hunt's alone: "*" would make it
-                           # explain every generated failure of its ops, in the region or not
-                           reason=r["reason"], variant=_tuple(r.get("variant", "hunt-only" if where else "*")),
+                           reason=r["reason"], variant=_tuple(r.get("variant", "*")),
                            status=_tuple(r.get("status", "fail")), where=tuple(where)))
     return tuple(out)
 
 
 def match(op: str, target: str, variant: str = "*", status: str = "fail", params: dict | None = None) -> Finding | None:
-    """The first finding that explains this verdict (``params``: a hunted case's, suite/cases/hunt)."""
+    """The first finding that explains this verdict (``params``: the case's, suite/cases/hunt/params.py
+    ``case_params``, with the verdict's ``max_abs_lsb`` and ``cause``)."""
     for f in findings():
         if f.matches(op, target, variant, status, params):
             return f
