@@ -30,6 +30,7 @@ from typing import Any
 from reports import plots
 from reports.causes import CAUSE_TEXT, CAUSES, HistTally, hist_key_order
 from reports.summary import Summary, failure_kind, fmt, totals, verdict, worst_text
+from suite.core.findings import brief, why
 from suite.core.verdict import ERRORS, Status
 
 INDEX = "index.html"
@@ -196,6 +197,17 @@ def _repro(r: dict) -> str:
         out += _cmd(f"qconform shrink {shlex.quote(str(r['failure_file']))}",   # (judged as the run did: the file says how)
                     "smallest failing input:")
     return out
+
+
+def _why(r: dict) -> str:
+    """A known failure's reason: its finding's (and ticket), or its waiver's (the row's reason); the
+    first clause shown, the whole on a click (#24)."""
+    text = why(r["finding"]) if r.get("finding") else None
+    text = text or str(r.get("reason") or "")
+    short = brief(text)
+    if short == text:
+        return _e(text)
+    return f"<details><summary>{_e(short)}</summary>{_e(text)}</details>"
 
 
 def _causes_text(r: dict) -> str:
@@ -454,14 +466,14 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
     known = page.known.first()
     if known:
         frows = [[f'<span class="nw">{_e(r.get("case_id"))}</span>', r.get("target"), r.get("status"),
-                  r.get("finding") or r.get("waiver"), r.get("max_abs_lsb"), r.get("mismatches"), r.get("elements"),
+                  r.get("finding") or r.get("waiver"), _why(r), r.get("max_abs_lsb"), r.get("mismatches"), r.get("elements"),
                   f'<div class="worst">{_e(worst_text(r))}</div>', _causes_text(r),
                   _cmd(r["repro"]) if r.get("repro") else ""] for r in known]
-        cols = ["case", "target", "status", "finding or waiver", "max_abs_lsb", "mismatches", "elements",
+        cols = ["case", "target", "status", "finding or waiver", "why", "max_abs_lsb", "mismatches", "elements",
                 "worst element", "causes", "reproduce"]
         parts.append('<div class="box">' + _table(cols, frows, "known-failures", {"max_abs_lsb", "mismatches",
                                                                                   "elements"},
-                                                  {"case", "worst element", "reproduce"}) + "</div>")
+                                                  {"case", "why", "worst element", "reproduce"}) + "</div>")
         if page.known.n > len(known):
             parts.append(f'<p id="known-more">{page.known.n - len(known)} more known failures are not listed '
                          f'(the first {len(known)} are): results.jsonl and results.parquet hold them all.</p>')

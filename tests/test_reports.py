@@ -515,3 +515,29 @@ def test_report_command_rebuilds_the_same_artefacts(run_dir, tmp_path, qconform_
         assert (d / name).read_bytes() == (run_dir / name).read_bytes(), name
     assert pd.read_parquet(d / "results.parquet").equals(pd.read_parquet(run_dir / "results.parquet"))
     assert "bit_exact_pct" in p.stdout and not list(d.glob("*.tmp"))
+
+
+# ----------------------------------------------------------------------------- reasons (#24)
+
+def test_known_failures_say_why_in_summary_md_index_html_and_the_terminal():
+    """A case explained by a finding: its reason (not only its id) in summary.md, in index.html's
+    known-failures table and in the terminal's known lines."""
+    from reports.build import Report, terminal_lines
+    from reports.html import Page, render
+    from reports.summary import markdown_file, summarize
+    from suite.core.findings import findings
+    f = next(x for x in findings() if x.id == "qnn-htp-pad-value")
+    row = {"op": "PAD", "target": "htp", "status": "fail", "case_id": "PAD-x-000", "finding": f.id,
+           "reason": f"known finding {f.id}: {f.reason}; max |err| 255 LSB", "elements": 4, "mismatches": 1,
+           "max_abs_lsb": 255.0, "sum_err_lsb": 255.0}
+    summary = summarize([row])
+    md = markdown_file(summary, {"finished": True, "exit_status": 0})
+    assert f"**{f.id}** (PAD on htp): {f.reason}" in md
+    lines = [line for line, _ in terminal_lines(Report(summary=summary))]
+    assert any(line.startswith(f"known finding {f.id}: PAD on htp: QNN HTP") and "pads int8 wrongly" in line
+               for line in lines), lines
+    page = Page()
+    page.add(row)
+    text = render(page, summary, summary)
+    known = text[text.index('id="known-failures"'):]
+    assert html.escape(f.reason) in known[:known.index("</table>")]

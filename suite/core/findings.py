@@ -27,6 +27,12 @@ class Finding:
     #: tables of conditions, all of whose params hold. A finding with one matches every case by it
     #: (a generated case, a case file, a hunted case, a model's layer alike), never by ``variant``
     where: tuple[dict, ...] = ()
+    ticket: str = ""   # where it is tracked (an issue or a vendor's ticket: id or link), if anywhere
+
+    @property
+    def why(self) -> str:
+        """The reason, and the ticket when it has one: what every report shows beside its id."""
+        return self.reason + (f" (ticket: {self.ticket})" if self.ticket else "")
 
     def matches(self, op: str, target: str, variant: str, status: str = "fail", params: dict | None = None) -> bool:
         if not (status in self.status and any(fnmatch.fnmatchcase(op, p) for p in self.op)
@@ -75,7 +81,8 @@ def findings() -> tuple[Finding, ...]:
                                 field=f"finding[{i}].variant", rule="where or variant, not both")
         out.append(Finding(id=r["id"], op=_tuple(r.get("op", "*")), target=_tuple(r.get("target", "*")),
                            reason=r["reason"], variant=_tuple(r.get("variant", "*")),
-                           status=_tuple(r.get("status", "fail")), where=tuple(where)))
+                           status=_tuple(r.get("status", "fail")), where=tuple(where),
+                           ticket=str(r.get("ticket", ""))))
     return tuple(out)
 
 
@@ -86,3 +93,21 @@ def match(op: str, target: str, variant: str = "*", status: str = "fail", params
         if f.matches(op, target, variant, status, params):
             return f
     return None
+
+
+def why(finding_id: str) -> str | None:
+    """The reason (and ticket) of the finding ``finding_id``; None for an id findings.toml lacks."""
+    return next((f.why for f in findings() if f.id == finding_id), None)
+
+
+def brief(text: str, limit: int = 160) -> str:
+    """``text`` up to its first ": " or "; " outside parentheses (its first clause), at most
+    ``limit`` characters: a terminal line's share of a reason."""
+    depth, end = 0, len(text)
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and text.startswith((": ", "; "), i):
+            end = i
+            break
+    head = text[:end]
+    return head if len(head) <= limit else head[:limit - 3].rstrip() + "..."
