@@ -37,7 +37,7 @@ from suite.harness.repro import TOLERANCE_COPY
 from suite.harness.run import Run
 from suite.harness.session import set_up
 from suite.models.harvest import harvest_model, model_feeds
-from suite.models.verdicts import write_model_reports
+from suite.models.verdicts import model_lines, write_model_reports
 from targets.remote import plan_workers
 from targets.transport import parse_device_list
 
@@ -411,9 +411,11 @@ class QconformSession:
                     and not session.shouldfail)
         try:
             if self.graph is not None:   # layers.csv, models.csv: before the page, which shows them
-                write_model_reports(self.folder.path, self.graph, self.model_feeds, self.targets, self.policy,
-                                    self.opts.scheme, {n: self.versions(n) for n in self.targets},
-                                    timeout=10 * self.opts.timeout)
+                self.model_lines = model_lines(write_model_reports(
+                    self.folder.path, self.graph, self.model_feeds, self.targets, self.policy, self.opts.scheme,
+                    {n: self.versions(n) for n in self.targets}, timeout=10 * self.opts.timeout))
+                if session.exitstatus == 0 and any(bad for _, bad in self.model_lines):   # (#24) like a group's
+                    session.exitstatus = 1
             doc = self._write_run_info(finished=now(), exit_status=int(session.exitstatus),
                                        interrupted=self.interrupted)
             self.report = write_reports(self.folder.path, policy=self.policy,
@@ -454,15 +456,21 @@ class QconformSession:
                 tr.write_line("every (op, target): summary.md in the run folder, or -v")
         for line, markup in terminal_lines(rep):
             tr.write_line(line, **markup)
+        models_bad = 0
+        for line, bad in getattr(self, "model_lines", []):   # --model: one line per (model, target) (#24)
+            tr.write_line(line, red=bad, yellow=not bad)
+            models_bad += bad
         if self.run is not None and self.run.goldens.store is not None:
             for p in self.run.goldens.store.problems:
                 tr.write_line(f"qconform: golden cache: {p}", yellow=True)
         tr.write_line(f"run folder: {self.folder.path}" + (" (interrupted)" if self.interrupted else ""))
         if rep.summary:   # the last qconform line: the verdict, new failures apart from known ones
             t = totals(rep.summary)
-            tr.write_line(f"qconform: {verdict_line(t)}" + (" (interrupted: the results so far)" if self.interrupted
-                                                             else ""), red=bool(t["new"] or t["groups_new"]),
-                          green=not (t["new"] or t["groups_new"]), bold=True)
+            bad = bool(t["new"] or t["groups_new"] or models_bad)
+            tr.write_line(f"qconform: {verdict_line(t)}" + (f"; {models_bad} (model, target) failing as a whole"
+                                                             if models_bad else "")
+                          + (" (interrupted: the results so far)" if self.interrupted else ""),
+                          red=bad, green=not bad, bold=True)
 
     def pytest_unconfigure(self, config):
         if self._sigterm is not None:

@@ -28,6 +28,9 @@ class Finding:
     #: (a generated case, a case file, a hunted case, a model's layer alike), never by ``variant``
     where: tuple[dict, ...] = ()
     ticket: str = ""   # where it is tracked (an issue or a vendor's ticket: id or link), if anywhere
+    #: a whole model's finding (``pytest --model``): the model file names (patterns) it is about;
+    #: it explains a whole-model verdict (status "model-error", "model-fail") and never a case
+    model: tuple[str, ...] = ()
 
     @property
     def why(self) -> str:
@@ -35,7 +38,7 @@ class Finding:
         return self.reason + (f" (ticket: {self.ticket})" if self.ticket else "")
 
     def matches(self, op: str, target: str, variant: str, status: str = "fail", params: dict | None = None) -> bool:
-        if not (status in self.status and any(fnmatch.fnmatchcase(op, p) for p in self.op)
+        if self.model or not (status in self.status and any(fnmatch.fnmatchcase(op, p) for p in self.op)
                 and any(fnmatch.fnmatchcase(target, p) for p in self.target)):
             return False
         if self.where:   # (no params: a caller without a case, e.g. a whole group's bias: no match)
@@ -82,7 +85,7 @@ def findings() -> tuple[Finding, ...]:
         out.append(Finding(id=r["id"], op=_tuple(r.get("op", "*")), target=_tuple(r.get("target", "*")),
                            reason=r["reason"], variant=_tuple(r.get("variant", "*")),
                            status=_tuple(r.get("status", "fail")), where=tuple(where),
-                           ticket=str(r.get("ticket", ""))))
+                           ticket=str(r.get("ticket", "")), model=_tuple(r["model"]) if "model" in r else ()))
     return tuple(out)
 
 
@@ -93,6 +96,14 @@ def match(op: str, target: str, variant: str = "*", status: str = "fail", params
         if f.matches(op, target, variant, status, params):
             return f
     return None
+
+
+def match_model(model: str, target: str, status: str) -> Finding | None:
+    """The first model finding that explains a whole model's verdict on ``target`` (``status``:
+    "model-error", the model did not run; "model-fail", a layer beyond its tolerance)."""
+    return next((f for f in findings() if f.model and status in f.status
+                 and any(fnmatch.fnmatchcase(model, p) for p in f.model)
+                 and any(fnmatch.fnmatchcase(target, p) for p in f.target)), None)
 
 
 def why(finding_id: str) -> str | None:
