@@ -173,7 +173,8 @@ ROUNDING = ("tie", "scheme", "1 LSB")
 def failure_region(case: Case, row: dict, status: str) -> dict:
     """Where a bad verdict's worst element lies, as a symptom (not the case's parameters): for a
     failure, the golden's value against the output's limits (``want``: "act-low" / "act-high" at
-    a bound of the fused activation, "dtype-low" / "dtype-high" at one of the dtype, else "inside")
+    a bound of the fused activation, "dtype-low" / "dtype-high" at one of the dtype, else "inside";
+    for a clamp, the bound the kernel got wrong: below the range "act-low", above it "act-high")
     and the sign of the error (``err``); for a crash, timeout or error its reason with the numbers
     and names in it dropped (the signal, the runtime's error code)."""
     if status != "fail":
@@ -183,6 +184,8 @@ def failure_region(case: Case, row: dict, status: str) -> dict:
     err, want = row.get("worst_err_lsb"), row.get("worst_want")
     if err is None or want is None or row.get("worst_output") != 0:
         return {"want": "-", "err": "-"}
+    if row.get("worst_cause") == "clamp":   # the activation's bound the kernel got wrong, whatever want is
+        return {"want": "act-low" if err < 0 else "act-high", "err": "+" if err > 0 else "-"}
     info = DTYPES.get(case.outputs[0].dtype)
     where = "inside"
     if info is not None and info.qmin is not None:
