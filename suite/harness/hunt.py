@@ -170,6 +170,17 @@ def _seed(*keys) -> int:
 ROUNDING = ("tie", "scheme", "1 LSB")
 
 
+def unspecified(case: Case) -> str | None:
+    """Why the spec gives no output for ``case`` (a NaN in a float32 input: neither LiteRT's nor
+    ONNX's quantization says what NaN becomes), or None. Such a case runs, and only a crash or a
+    hang of the target is recorded: its outputs are not judged. (+-inf, subnormals and -0.0 are
+    specified: the quotient rounds and saturates.)"""
+    for i, t in enumerate(case.inputs):
+        if t.dtype == "float32" and t.data is not None and np.isnan(np.asarray(t.data, np.float32)).any():
+            return f"input {i} has NaN: the spec says nothing of its result"
+    return None
+
+
 def failure_region(case: Case, row: dict, status: str) -> dict:
     """Where a bad verdict's worst element lies, as a symptom (not the case's parameters): for a
     failure, the golden's value against the output's limits (``want``: "act-low" / "act-high" at
@@ -276,6 +287,9 @@ class Hunter:
             limit = max(1.0, end - now)
             v, o = self.run_case(case, limit)
             status = v.status.value
+            if unspecified(case) and status not in ("crash", "timeout"):   # run, but the outputs not judged
+                counts["unspecified"] = counts.get("unspecified", 0) + 1
+                return
             if v.golden_error:   # a case the golden refuses (its kernel rules): nothing to judge
                 counts["golden_refused"] = counts.get("golden_refused", 0) + 1
                 return refuse()
