@@ -535,7 +535,7 @@ def _models_section(model_rows: list[dict], layer_rows: list[dict]) -> str:
            "ran the whole model, else its harvested case's own verdict; layers.csv and models.csv in the run "
            "folder hold every value.</p>")]
     cols = ["model", "target", "layers", "layers_exact", "first_divergent_layer", "first_divergent_node",
-            "output_max_abs_lsb", "whole_model"]
+            "output_max_abs_lsb", "whole_model", "output_status", "verdict", "finding", "verdict_reason"]   # (#24)
     out.append('<div class="box wide">' + _table(cols, [[r.get(c) for c in cols] for r in model_rows], "models",
                                                  {"layers", "layers_exact"}) + "</div>")
     for model in dict.fromkeys(r["model"] for r in layer_rows):
