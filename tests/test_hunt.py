@@ -458,3 +458,16 @@ class NanGarbage(GoldenTarget):
 def test_a_nan_input_is_unspecified_and_not_judged():
     _, res = _hunt(NanGarbage(), "QUANTIZE", max_examples=150, isolation="none")
     assert res.counts.get("unspecified", 0) > 0 and not res.groups, res.summary()
+
+
+@pytest.mark.parametrize("name, got", [("neg", -128), ("pos", 127)])
+def test_litert_ref_quantize_beyond_int32_is_int32_min_where_the_spec_saturates(name, got):
+    """float32 QUANTIZE with |x / s| beyond 2^31: the spec (and LiteRT's default path) saturates,
+    the reference kernel's int32 conversion gives INT32_MIN (+ the zero point, wrapped)."""
+    path = DATA / f"quantize-float-beyond-int32-{name}.json"
+    case, ref = _run("tflite-ref", path)
+    _, xnn = _run("tflite", path)
+    assert golden(case)[0].ravel().tolist() == [got] and params(case)["quot_log2"] > 31
+    assert np.asarray(xnn.outputs[0]).ravel().tolist() == [got]
+    assert np.asarray(ref.outputs[0]).ravel().tolist() == [-1 - got]   # the other end of int8
+    assert match("QUANTIZE", "tflite-ref", "hunt", "fail", params(case)).id == "litert-ref-quantize-float-beyond-int32"

@@ -48,6 +48,8 @@ EXPECTED = {
     "sub-htp-scale-ratio-2lsb.json": ("htp", "fail", "qnn-htp-sub-input-scale-ratio"),
     "sub-htp-scale-ratio-wrong.json": ("htp", "fail", "qnn-htp-sub-input-scale-ratio"),
     "sum-float32-tie.json": ("tflite-ref", "fail", "litert-ref-sum-int8-as-uint8"),
+    "quantize-float-beyond-int32-neg.json": ("tflite-ref", "fail", "litert-ref-quantize-float-beyond-int32"),
+    "quantize-float-beyond-int32-pos.json": ("tflite-ref", "fail", "litert-ref-quantize-float-beyond-int32"),
 }
 #: a file written by hand without the runtime's output: LiteRT's reference, as its finding states it
 GOT = {"dw-requant-overflow.json": [[0, 1]]}

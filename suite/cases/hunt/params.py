@@ -53,6 +53,7 @@ PARAMS = {
     "axis_last": "the op's axis is the last dimension", "idx_rank": "rank of GATHER's indices",
     "batch_dims": "GATHER's batch_dims", "n_inputs": "number of inputs",
     "granularity": "per-tensor, per-axis or blocked (ONNX Q/DQ)",
+    "quot_log2": "log2 of the largest |x / s_out| of a float32 input (QUANTIZE; inf for an infinite x)",
 }
 
 CONV = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "BATCH_MATMUL")
@@ -105,6 +106,10 @@ def case_params(case: Case) -> dict:
         p["n_inputs"] = len(case.inputs)
         if op == "GATHER":
             p.update(idx_rank=len(case.inputs[1].shape), batch_dims=int(case.attrs.get("batch_dims", 0)))
+    elif op == "QUANTIZE" and x.dtype == "float32" and o.quantized:
+        with np.errstate(all="ignore"):
+            q = np.abs(np.asarray(x.data, np.float64) / np.float64(np.float32(o.scale[0])))
+        p["quot_log2"] = _log2(float(np.nanmax(q, initial=0.0)))
     elif case.spec == "onnx-qdq":
         q = case.outputs[0] if op == "QuantizeLinear" else x
         p["dtype"] = q.dtype
