@@ -108,3 +108,13 @@ def test_pytest_case_file_on_htp_is_the_known_finding_the_hunt_gave(pytester):
     assert run.returncode == 0 and "1 xfailed" in run.stdout, run.stdout[-2000:]
     rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
     assert [(r["status"], r.get("finding")) for r in rows] == [("fail", "qnn-htp-sub-high-zero-point")]
+
+
+def test_a_model_layer_with_a_hunt_file_s_values_gets_its_finding():
+    """A whole-model run's layer that fails its own tolerance is explained by the finding whose
+    region holds for the layer's case, as the judge does for a case (suite/models/verdicts.py)."""
+    from suite.models.verdicts import _layer_finding
+    case = load_case(DATA / "mean-htp-huge-multiplier.json")
+    case.variant = "model"   # a harvested layer's variant: the region decides, not the variant
+    assert _layer_finding(case, "htp", 255.0).id == "qnn-htp-mean-huge-multiplier"
+    assert _layer_finding(case, "ort", 255.0) is None

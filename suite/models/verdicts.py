@@ -23,7 +23,8 @@ import numpy as np
 
 from reference.graph import layer_golden, run_graph
 from reports.results import iter_rows
-from suite.core.findings import brief, match_model, why
+from suite.cases.hunt import params as case_params
+from suite.core.findings import brief, match, match_model, why
 from suite.core.graph import CASE, Graph
 from suite.core.tolerance import Policy
 
@@ -31,7 +32,7 @@ from .runner import can_run, run_model
 
 LAYERS_CSV, MODELS_CSV = "layers.csv", "models.csv"
 LAYER_COLUMNS = ["model", "layer", "node", "op", "target", "status", "bit_exact_pct", "max_abs_lsb",
-                 "accumulated_max_abs_lsb", "source", "case_id"]
+                 "accumulated_max_abs_lsb", "source", "case_id", "finding"]
 MODEL_COLUMNS = ["model", "target", "layers", "layers_exact", "first_divergent_layer", "first_divergent_node",
                  "output_max_abs_lsb", "whole_model", "scheme", "first_failing_layer", "output_status", "verdict",
                  "finding", "verdict_reason"]
@@ -82,11 +83,25 @@ def whole_model(graph: Graph, target: str, feeds: dict[str, np.ndarray], chain: 
         status = "exact" if max_abs == 0 else "fail"
         if status == "fail" and tol is not None and np.isfinite(max_abs) and tol.passes(max_abs, 100.0 - pct):
             status = "within-tolerance"
+        if status == "fail" and ly.case is not None:   # a finding's region, of the layer's case (#24)
+            f = _layer_finding(ly.case, target, max_abs)
+            if f is not None:
+                status, row["finding"] = "known", f.id
         rows.append({**row, "status": status, "bit_exact_pct": round(pct, 4), "max_abs_lsb": max_abs,
                      "accumulated_max_abs_lsb": acc,
                      "accumulated_within": acc == 0 or (tol is not None and np.isfinite(acc)
                                                         and tol.passes(acc, 100.0 - acc_pct))})
     return rows, ""
+
+
+def _layer_finding(case, target: str, max_abs: float):
+    """The finding that explains a layer's own failure on ``target``, by the layer case's params (as
+    the judge evaluates it for the layer's case: suite/harness/judge.py)."""
+    try:
+        p = case_params(case)
+    except Exception:  # noqa: BLE001 (params it cannot describe: in no region)
+        p = {}
+    return match(case.op, target, case.variant, "fail", {**p, "max_abs_lsb": max_abs})
 
 
 def case_rows(graph: Graph, target: str, results: dict[tuple[str, str], dict]) -> list[dict]:
@@ -99,8 +114,9 @@ def case_rows(graph: Graph, target: str, results: dict[tuple[str, str], dict]) -
         if r is None:
             rows.append({**row, "status": "no-case" if ly.kind != CASE else "not-run"})
             continue
-        rows.append({**row, "status": r.get("status"), "bit_exact_pct": r.get("bit_exact_pct"),
-                     "max_abs_lsb": r.get("max_abs_lsb")})
+        rows.append({**row, "status": "known" if r.get("finding") else r.get("status"),
+                     "bit_exact_pct": r.get("bit_exact_pct"), "max_abs_lsb": r.get("max_abs_lsb"),
+                     "finding": r.get("finding") or ""})
     return rows
 
 
