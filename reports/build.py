@@ -47,6 +47,7 @@ from reports.since import headline as since_headline
 from reports.since import html_section as since_html
 from reports.since import markdown_section as since_markdown
 from reports.summary import SUMMARY_CSV, SUMMARY_MD, Summary, markdown_file, to_csv
+from suite.core.findings import brief, why
 from suite.core.tolerance import load_policy
 from suite.core.verdict import Status
 
@@ -306,7 +307,17 @@ def terminal_lines(report: Report | None) -> list[tuple[str, dict]]:
             lines.append((f"{g['kind'].upper()}: {g['op']} on {g['target']}: {g['text']}: the run fails",
                           {"red": True, "bold": True}))
     for fid, where in known.items():
-        lines.append((f"known finding {fid} (as a whole: bias or declared scheme): {', '.join(where)}", {"yellow": True}))
+        lines.append((f"known finding {fid} (as a whole: bias or declared scheme): {', '.join(where)}: "
+                      f"{brief(why(fid) or '?')}", {"yellow": True}))
+    cases: dict[str, list[str]] = {}   # the findings of failing cases, each with its reason (#24)
+    for r in report.summary or []:
+        if int(r.get("failed_known") or 0) + int(r.get("errors_known") or 0):
+            for fid in filter(None, str(r.get("findings") or "").split(",")):
+                if fid not in known:
+                    cases.setdefault(fid, []).append(f"{r['op']} on {r['target']}")
+    for fid, where in cases.items():
+        lines.append((f"known finding {fid}: {', '.join(dict.fromkeys(where))}: {brief(why(fid) or '?')}",
+                      {"yellow": True}))
     lines += [(line, {"yellow": True}) for line in cross_lines(report.cross)]
     if report.since:
         lines.append((report.since, {"bold": True}))

@@ -21,6 +21,7 @@ from reports.causes import BiasTally, SchemeTally, judge_group
 from reports.runinfo import missing_rows
 from reports.since import markdown_section as since_section
 from reports.runinfo import machines
+from suite.core.findings import why
 from suite.core.verdict import ERRORS, Status
 
 COLUMNS = ["op", "target", "cases", "passed", "failed", "unsupported", "errors", "bit_exact_pct",
@@ -377,6 +378,11 @@ def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[d
     if review:   # ---- golden values no runtime reproduces (reports/witness.py)
         out.append(f"## Golden values for review: {len(review)} cases that two runtimes or more ran, none bit-exact\n\n"
                    + to_markdown(review[:MD_NEW_CAP]))
+    known = known_findings(summary)   # (#24: each finding with its reason, where people read)
+    if known:
+        out.append("## Known findings (why these failures are expected)\n\n"
+                   + "".join(f"- **{fid}** ({_md(', '.join(where))}): {_md(why(fid) or 'not in findings.toml')}\n"
+                             for fid, where in known.items()))
     if cross:
         out.append("## Same cases on other devices: outputs that differ bit-wise\n\n"
                    "`differ`: cases whose outputs are not bit-identical across the devices, of `compared`; "
@@ -388,6 +394,18 @@ def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[d
                    "never in `p50_latency_us` nor compared with it.\n")
     out.append("## Every (op, target)\n\n" + to_markdown(summary))
     return "\n".join(out)
+
+
+def known_findings(summary: list[dict]) -> dict[str, list[str]]:
+    """{finding id: the "op on target"s it explains} over the summary's rows (a case's or a whole
+    (op, target)'s), in the order they come."""
+    out: dict[str, list[str]] = {}
+    for r in summary:
+        for fid in filter(None, str(r.get("findings") or "").split(",")):
+            where = out.setdefault(fid, [])
+            if f"{r['op']} on {r['target']}" not in where:
+                where.append(f"{r['op']} on {r['target']}")
+    return out
 
 
 def to_text(summary: list[dict], columns: list[str] | None = None) -> str:

@@ -46,7 +46,7 @@ from suite.harness.run import Run
 from suite.harness.session import set_up
 from suite.harness.shard import parse_shard, shard_info
 from suite.models.harvest import harvest_model, model_feeds
-from suite.models.verdicts import write_model_reports
+from suite.models.verdicts import model_lines, write_model_reports
 from targets.device_runner import isa_flags
 from targets.remote import plan_workers
 from targets.transport import parse_device_list
@@ -493,9 +493,11 @@ class QconformSession:
                 session.exitstatus = 0
         try:
             if self.graph is not None:   # layers.csv, models.csv: before the page, which shows them
-                write_model_reports(self.folder.path, self.graph, self.model_feeds, self.targets, self.policy,
-                                    self.opts.scheme, {n: self.versions(n) for n in self.targets},
-                                    timeout=10 * self.opts.timeout)
+                self.model_lines = model_lines(write_model_reports(
+                    self.folder.path, self.graph, self.model_feeds, self.targets, self.policy, self.opts.scheme,
+                    {n: self.versions(n) for n in self.targets}, timeout=10 * self.opts.timeout))
+                if session.exitstatus == 0 and any(bad for _, bad in self.model_lines):   # (#24) like a group's
+                    session.exitstatus = 1
             while True:   # a signal while the reports are written: written again, as interrupted
                 signals = self.stop.count if self.stop is not None else 0
                 self.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or signals > 0
@@ -554,6 +556,10 @@ class QconformSession:
                 tr.write_line("every (op, target): summary.md in the run folder, or -v")
         for line, markup in terminal_lines(rep):
             tr.write_line(line, **markup)
+        models_bad = 0
+        for line, bad in getattr(self, "model_lines", []):   # --model: one line per (model, target) (#24)
+            tr.write_line(line, red=bad, yellow=not bad)
+            models_bad += bad
         if self.run is not None and self.run.goldens.store is not None:
             for p in self.run.goldens.store.problems:
                 tr.write_line(f"qconform: golden cache: {p}", yellow=True)
@@ -561,9 +567,11 @@ class QconformSession:
         short = (f" ({rep.missing} of {self.planned} planned results have no row)" if rep.missing else "")
         if rep.summary:   # the last qconform line: the verdict, new failures apart from known ones
             t = totals(rep.summary)
-            tr.write_line(f"qconform: {verdict_line(t)}" + (" (interrupted: the results so far)" if self.interrupted
-                                                             else "") + short, red=bool(t["new"] or t["groups_new"]),
-                          green=not (t["new"] or t["groups_new"] or short), bold=True)
+            bad = bool(t["new"] or t["groups_new"] or models_bad)
+            tr.write_line(f"qconform: {verdict_line(t)}" + (f"; {models_bad} (model, target) failing as a whole"
+                                                             if models_bad else "")
+                          + (" (interrupted: the results so far)" if self.interrupted else "") + short,
+                          red=bad or bool(short), green=not (bad or short), bold=True)
         elif self.interrupted or short:
             tr.write_line(f"qconform: INCOMPLETE: no case was judged{short}", red=True, bold=True)
 
