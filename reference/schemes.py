@@ -163,9 +163,17 @@ _add(Scheme("caffe-d1",
             "(a 64-bit multiply and rounding shift, ties toward +inf) on every op",
             kind="fixed", multiplier_precision="double", single_rounding=True, float_round="half_away",
             aliases=("D1", "d1", "arm-half-up-single")))
+# caffe-d2 differs from tflite-ref-double on FULLY_CONNECTED only: there it is the classic gemmlowp
+# requantization (GetQuantizedConvolutionMultipler's multiplier, SRDHM then RDBPOT) that TFLite Micro's
+# FC kernel and the TOSA converter's FC lowering (RESCALE with DOUBLE_ROUND) keep, where LiteRT's
+# reference FC now rounds once with std::round: so gemmlowp-fc-double is its alias, not a second
+# golden that would tie with it everywhere.
 _add(Scheme("caffe-d2",
-            "SNPS-Caffe D2: double-precision multiplier, two rounding steps (SRDHM + RDBPOT)",
-            kind="fixed", multiplier_precision="double", float_round="half_away", aliases=("D2", "d2")))
+            "SNPS-Caffe D2 (= gemmlowp-fc-double): double-precision multiplier, two rounding steps "
+            "(SRDHM + RDBPOT) on every op, FULLY_CONNECTED included (the classic gemmlowp FC "
+            "requantization of TFLite Micro and TOSA; LiteRT's reference FC uses std::round)",
+            kind="fixed", multiplier_precision="double", float_round="half_away",
+            aliases=("D2", "d2", "gemmlowp-fc-double")))
 _add(Scheme("caffe-f2",
             "SNPS-Caffe F2 (and Caffe2): single-precision multiplier, two rounding steps",
             kind="fixed", multiplier_precision="float", float_round="half_away", aliases=("F2", "f2")))

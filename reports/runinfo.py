@@ -5,7 +5,7 @@ interrupted run still says what it was) and passes it to ``reports.write_reports
 end, which adds what the rows say and writes it again::
 
     run_id, suite_version, git {commit, branch, dirty}, started, finished, exit_status,
-    interrupted, command, options {seed, cases_per_op, ops, targets, scheme, tolerance {file,
+    interrupted, planned (results a complete run writes; from collection), command, options {seed, cases_per_op, ops, targets, scheme, tolerance {file,
     version}, warmup, repeats, batch_size, case_files, waivers, certify, report_dir, workers},
     host {hostname, platform, machine, python, cpu_count, cpu_model, numpy, isa},
     targets {name: {description, expected_scheme, versions {component: version}, devices}},
@@ -28,6 +28,8 @@ import numpy
 
 from reports.results import write_json
 from suite import __version__
+from suite.core.errors import QconformError
+from suite.core.userfile import read_text
 
 RUN_JSON = "run.json"
 FORMAT = "qconform-run/1"
@@ -127,6 +129,15 @@ def machines(doc: dict[str, Any] | None) -> list[str]:
     return out
 
 
+def missing_rows(doc: dict[str, Any] | None, rows: int) -> int:
+    """How many of the run's planned results (``planned``: written once the run's tests are
+    collected) have no row among ``rows``; 0 when the plan is unknown."""
+    planned = (doc or {}).get("planned")
+    if isinstance(planned, bool) or not isinstance(planned, int):
+        return 0
+    return max(0, planned - rows)
+
+
 def write_run_info(run_dir: str | Path, doc: dict[str, Any]) -> Path:
     """run.json, atomically."""
     return write_json(Path(run_dir) / RUN_JSON, doc)
@@ -134,7 +145,7 @@ def write_run_info(run_dir: str | Path, doc: dict[str, Any]) -> Path:
 
 def read_run_info(run_dir: str | Path) -> dict[str, Any] | None:
     try:
-        doc = json.loads((Path(run_dir) / RUN_JSON).read_text())
-    except (OSError, ValueError):
+        doc = json.loads(read_text(Path(run_dir) / RUN_JSON, RUN_JSON, kind="run"))
+    except (QconformError, ValueError, RecursionError):
         return None
     return doc if isinstance(doc, dict) else None

@@ -488,7 +488,7 @@ def _finish(case, scheme, acc: np.ndarray, bias: np.ndarray, bound: int, s_in: f
     return _requantize(scheme, _wrap(acc, scheme, bound), real, zp(out), lo, hi)
 
 
-@register("CONV_2D")
+@register("CONV_2D", rounding="fixed-double")
 def conv_2d(case, scheme):
     x_t, w_t = case.inputs[0], case.inputs[1]
     _check_rank(case, 0, 4, "input")
@@ -526,7 +526,7 @@ def _spatial(case, in_hw, k_hw, n: int, channels: int):
     return stride, dil, pads, (oh, ow)
 
 
-@register("DEPTHWISE_CONV_2D")
+@register("DEPTHWISE_CONV_2D", rounding="fixed-double")
 def depthwise_conv_2d(case, scheme):
     x_t, w_t = case.inputs[0], case.inputs[1]
     _check_rank(case, 0, 4, "input")
@@ -548,7 +548,7 @@ def depthwise_conv_2d(case, scheme):
     return [_finish(case, scheme, acc, bias, bound, scale(x_t), w_t, scale(case.outputs[0]), co)]
 
 
-@register("TRANSPOSE_CONV")
+@register("TRANSPOSE_CONV", rounding="fixed-double")
 def transpose_conv(case, scheme):
     shape_t, w_t, x_t = case.inputs[0], case.inputs[1], case.inputs[2]
     _check_rank(case, 1, 4, "filter (OHWI)")
@@ -623,7 +623,7 @@ def _fc_round_double(sums: np.ndarray, bias, real, z_out: int, lo: int, hi: int,
     return acc.astype(storage)
 
 
-@register("FULLY_CONNECTED")
+@register("FULLY_CONNECTED", rounding="float-round")
 def fully_connected(case, scheme):
     x_t, w_t = case.inputs[0], case.inputs[1]
     _check_rank(case, 1, 2, "weights [out, in]")
@@ -682,7 +682,7 @@ def fully_connected(case, scheme):
     return [_requantize(scheme, _wrap(acc, scheme, bound), real, z_out, lo, hi)]
 
 
-@register("BATCH_MATMUL")
+@register("BATCH_MATMUL", rounding="fixed-double")
 def batch_matmul(case, scheme):
     a_t, b_t = case.inputs[0], case.inputs[1]
     for i, t in enumerate((a_t, b_t)):
