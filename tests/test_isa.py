@@ -164,6 +164,9 @@ def test_cross_device_smoke_local_and_haswell(run_suite):
     assert "cross-device: 1 (op, target)s compared between local, qemu-x86:Haswell" in proc.stdout
     md = (rd / "summary.md").read_text()
     assert "| FULLY_CONNECTED | ort | local, qemu-x86:Haswell | 1 |" in md and "device qemu-x86:Haswell: " in md
+    doc = json.loads((rd / "run.json").read_text())
+    assert doc["host"]["isa"] == device_runner.isa_flags()
+    assert doc["devices_isa"]["qemu-x86:Haswell"] == ["avx2", "fma", "sse4_1"]
     if "avx512_vnni" in device_runner.isa_flags():
         assert rows["local"]["status"] == "pass" and "| FULLY_CONNECTED | ort | local, qemu-x86:Haswell | 1 | 1 |" in md
 
