@@ -259,14 +259,19 @@ def quantize(case, scheme):
     lo, hi = qrange(out)
     so, zo = scale(out), zp(out)
     if x.dtype == "float32":
+        if np.isnan(np.asarray(x.data, np.float32)).any():   # (+-inf saturate below; NaN has no code)
+            raise QconformError("NaN input: the spec gives it no quantized code", field="inputs[0].data",
+                                rule="finite or infinite float32 inputs")
         if scheme.exact:
             return [np.asarray(x.data, np.float64) / np.float64(np.float32(so)) + zo]
         if scheme.is_fixed:
-            v = np.asarray(x.data, np.float32) / np.float32(so)       # float32 division
+            with np.errstate(over="ignore"):   # (a quotient beyond float32 is inf: it saturates)
+                v = np.asarray(x.data, np.float32) / np.float32(so)       # float32 division
             r = arith.round_half_away(v.astype(np.float64))
         else:
             ft = scheme.ftype
-            v = np.asarray(x.data).astype(ft) / ft(np.float32(so))
+            with np.errstate(over="ignore"):
+                v = np.asarray(x.data).astype(ft) / ft(np.float32(so))
             r = scheme.round(v)
         # clamp in float before the integer conversion (LiteRT's int cast of a huge
         # quotient is undefined; generated cases stay far from it)
