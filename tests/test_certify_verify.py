@@ -11,10 +11,14 @@ import os
 import pytest
 
 from reports.certify import FORMAT, read_certificate
-from suite.cli import main
+from suite.cli import build_parser, main
 from tests.inprocess import run_inprocess
 
 pytest_plugins = "pytester"
+
+# every command's imports (scipy, numpy.fft) now: pytester drops the modules a test imports when
+# the test ends, and numpy's extension modules cannot be loaded twice in one process
+build_parser()
 
 
 @pytest.fixture(scope="module")
