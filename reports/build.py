@@ -48,6 +48,7 @@ from reports.since import html_section as since_html
 from reports.since import markdown_section as since_markdown
 from reports.summary import SUMMARY_CSV, SUMMARY_MD, Summary, markdown_file, to_csv
 from suite.core.findings import brief, why
+from suite.core.errors import QconformError
 from suite.core.tolerance import load_policy
 from suite.core.verdict import Status
 
@@ -213,7 +214,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         attempt(CERT_MD, ("certificate",), lambda: write_atomic(d / CERT_MD, certificate_markdown(cert)))
         attempt(CERT_JSON, ("certificate",), lambda: write_json(d / CERT_JSON, cert))
     elif (d / CERT_JSON).exists():   # a certified run's page, rebuilt
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, QconformError):
             cert = read_certificate(d)
     if not offsets:
         return report

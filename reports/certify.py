@@ -48,10 +48,11 @@ from suite.core import keyed
 from suite.core.spec import SPEC_DIR
 from suite.core.tolerance import DEFAULT_FILE as DEFAULT_TOLERANCE
 from suite.core.tolerance import sign_test_p
+from suite.core.errors import QconformError
+from suite.core.userfile import read_text
 from suite.core.verdict import ERRORS, Status
 
 FORMAT = "qconform-certificate/2"
-MAX_CERT_BYTES = 64 << 20    # a bigger file is not one of ours: not read
 #: the certificate's own rule on declared schemes, beside the run's (reports.causes.judge_group,
 #: a gap of SCHEME_GAP_MIN elements whatever the causes)
 TIE_SCHEME_GAP_MIN = 1
@@ -500,12 +501,16 @@ def to_markdown(cert: dict[str, Any]) -> str:
 
 
 def read_certificate(path: str | Path) -> dict[str, Any]:
-    """A certificate's JSON (a run folder: its certificate.json): a bounded read of a regular file,
-    parsed as data. OSError or ValueError when it cannot be read or is not a certificate object."""
+    """A certificate's JSON (a run folder: its certificate.json): a bounded read of a regular file
+    (suite/core/userfile.py), parsed as data; one QconformError naming the file otherwise."""
     p = Path(path)
     if p.is_dir():
         p = p / CERT_JSON
-    doc = json.loads(keyed.read_regular(p, MAX_CERT_BYTES).decode("utf-8"))
+    text = read_text(p, "certificate", "--verify", kind="run")
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise QconformError(f"certificate is not JSON: {str(e)[:200]}", source=str(p), rule="JSON") from None
     if not isinstance(doc, dict):
-        raise ValueError(f"{p}: not a JSON object")
+        raise QconformError("certificate is not a JSON object", source=str(p), rule="a JSON object")
     return doc

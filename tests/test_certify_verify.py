@@ -12,6 +12,7 @@ import pytest
 
 from reports.certify import FORMAT, read_certificate
 from suite.cli import build_parser, main
+from suite.core.errors import QconformError
 from tests.inprocess import run_inprocess
 
 pytest_plugins = "pytester"
@@ -122,9 +123,9 @@ def test_unreadable_certificates_exit_2(tmp_path, capsys):
     assert main(["certify", "--verify", str(tmp_path / "v1.json")]) == 2
     os.mkfifo(tmp_path / "fifo")     # never blocks, never read
     assert main(["certify", "--verify", str(tmp_path / "fifo")]) == 2
-    os.symlink(tmp_path / "v1.json", tmp_path / "link.json")
-    assert main(["certify", "--verify", str(tmp_path / "link.json")]) == 2
-    with pytest.raises(OSError):
+    os.symlink("/dev/zero", tmp_path / "zero.json")
+    assert main(["certify", "--verify", str(tmp_path / "zero.json")]) == 2
+    with pytest.raises(QconformError, match="a FIFO, not a regular file"):
         read_certificate(tmp_path / "fifo")
     assert "unreadable" in capsys.readouterr().err
 

@@ -11,7 +11,7 @@ as JSON; it never imports, runs or opens anything it names.
 
 Exit status: 0 verified; 1 it does not match (a digest differs, the signature does not verify,
 or something cannot be checked here, e.g. a case set from case files); 2 unreadable (no such
-file, not a regular file, too big, not JSON, not a ``qconform-certificate/2``).
+file, not a regular file, over 64 MiB, not JSON, not a ``qconform-certificate/2``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from reports.certify import (FORMAT, case_list_digest, read_certificate, sha256_
                              suite_digests)
 from reports.runinfo import git_info
 from suite.cases.generate import generate, generator_ops
+from suite.core.errors import QconformError
 from suite.core.tolerance import DEFAULT_FILE
 
 VERIFIED, MISMATCH, UNREADABLE = 0, 1, 2
@@ -104,8 +105,8 @@ def verify(cert: dict, key=None, tolerance=None, waivers=()) -> list[tuple[bool,
 def run(args) -> int:
     try:
         cert = read_certificate(args.verify)
-    except (OSError, ValueError, RecursionError) as e:
-        print(f"qconform certify: {args.verify}: unreadable: {e}", file=sys.stderr)
+    except QconformError as e:
+        print(f"qconform certify: unreadable: {e}", file=sys.stderr)
         return UNREADABLE
     if cert.get("format") != FORMAT:
         print(f"qconform certify: {args.verify}: not a {FORMAT} (format {cert.get('format')!r})", file=sys.stderr)
