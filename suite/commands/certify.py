@@ -81,7 +81,9 @@ def verify(cert: dict, key=None, tolerance=None, waivers=()) -> list[tuple[bool,
     out = [signature_ok(cert, key)]
     commit = (git_info() or {}).get("commit")
     cc = (cert.get("git") or {}).get("commit") if isinstance(cert.get("git"), dict) else None
-    out.append((bool(cc) and cc == commit, f"suite commit {cc} (this checkout: {commit})"))
+    dirty = " (certified from a checkout with uncommitted changes: the commit does not name all of its code)" \
+        if isinstance(cert.get("git"), dict) and cert["git"].get("dirty") else ""
+    out.append((bool(cc) and cc == commit, f"suite commit {cc} (this checkout: {commit}){dirty}"))
     cs = cert.get("case_set") if isinstance(cert.get("case_set"), dict) else {}
     ok, why = _cases(cs)
     out.append((ok, f"case set: {why}"))
