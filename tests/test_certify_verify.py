@@ -137,3 +137,14 @@ def test_the_user_key_signs_by_default(monkeypatch, tmp_path):
     assert "user's key" in doc["signature"]["key"] and signature_ok(doc)[0]
     doc["x"] = 2
     assert not signature_ok(doc)[0]
+
+
+def test_a_merged_sharded_run_certifies_its_shards_cases(pytester, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("QCONFORM_KEY_FILE", str(tmp_path / "key"))
+    args = ("--target=tests.tie_kernels:Correct", "--ops", "ADD,MUL,RESHAPE", "--cases-per-op", "3", "--certify")
+    shards = [run_inprocess(pytester, *args, f"--shard={k}/2", report_dir=tmp_path / f"s{k}")[1] for k in (1, 2)]
+    out = tmp_path / "merged"
+    assert main(["merge", *map(str, shards), "-o", str(out)]) == 0
+    cs = json.loads((out / "certificate.json").read_text())["case_set"]
+    assert cs["cases"] == len(cs["list"]) and not cs["unlisted"] and not cs["digest_mismatch"]
+    assert main(["certify", "--verify", str(out / "certificate.json")]) == 0, capsys.readouterr().out

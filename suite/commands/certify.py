@@ -4,7 +4,7 @@ Checks a certificate (``certificate.json`` of a ``pytest --certify`` run, or its
 against the suite at this checkout: its HMAC-SHA256 signature (the per-user key of
 suite/core/keyed.py, or ``--key FILE``: any edit of any field breaks it), the suite commit, and
 the digests recomputed here: every case regenerated from the certificate's seed, cases per op and
-ops (sha256 each, in generation order), the tolerance file (the suite's default one, or the file
+ops (sha256 each, sorted by case id), the tolerance file (the suite's default one, or the file
 given with ``--tolerance``), the spec tables, the findings file and the waiver files (given with
 ``--waivers``). Reading the certificate is reading data: a bounded read of a regular file, parsed
 as JSON; it never imports, runs or opens anything it names.
@@ -57,7 +57,7 @@ def _cases(cs: dict) -> tuple[bool, str]:
     if not isinstance(seed, int) or not isinstance(n, int) or not (ops is None or isinstance(ops, list)):
         return False, f"seed {seed!r}, cases per op {n!r}, ops {ops!r}: not the options of a generated run"
     known = generator_ops()
-    here = [[c.id, c.sha256()] for c in generate([op for op in (ops or known) if op in known], n, seed)]
+    here = sorted([c.id, c.sha256()] for c in generate([op for op in (ops or known) if op in known], n, seed))
     if cs.get("filtered"):
         want = dict(map(tuple, here))
         bad = [i for i, d in listed if want.get(i) != d]
