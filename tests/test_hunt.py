@@ -233,7 +233,7 @@ def test_pytest_hunt_is_a_test_per_op_and_target_after_the_cases(pytester):
     judged = json.loads(files[0].read_text())["judged"]
     assert judged["tolerance"]["file"].endswith("tolerance.toml") and judged["target"] == target
     again, _ = run_inprocess(pytester, f"--target={target}", f"--case-file={files[0]}", "--isolation=none",
-                             f"--tolerance={judged['tolerance']['file']}", f"--timeout={judged['timeout']:g}",
+                             f"--tolerance={judged['tolerance']['file']}", f"--case-timeout={judged['timeout']:g}",
                              f"--scheme={judged['scheme']}")
     assert again.returncode == 1 and "1 failed" in again.stdout, again.stdout
 

@@ -303,10 +303,11 @@ def test_summary_md_opens_with_the_verdict_and_the_new_failures():
     lines = md.splitlines()
     assert lines[0] == "# qconform summary"
     assert lines[2] == "**FAIL: 2 new failures (1 fail, 1 error) in 1 (op, target); 3 known (findings), 1 waived**"
-    assert lines[4] == "## New failures"
-    cases = [ln.split(" | ")[0][2:] for ln in lines[8:10]]
+    assert lines[4] == "## New since the baseline" and lines[6].startswith("No baseline given")   # (#22)
+    assert lines[8] == "## New failures"
+    cases = [ln.split(" | ")[0][2:] for ln in lines[12:14]]
     assert cases == ["ADD-a-001", "ADD-a-004"]
-    assert "out 0 [0, 3]: got 7, want 4 (+3 LSB, cause: unexplained)" in lines[8]
+    assert "out 0 [0, 3]: got 7, want 4 (+3 LSB, cause: unexplained)" in lines[12]
     assert md.index("## (op, target)s with new failures") < md.index("## Every (op, target)")
     assert md.split("## Every (op, target)")[1].count("| ADD | t |") == 1   # the whole table is there
 
@@ -477,6 +478,17 @@ def test_junit_xml_carries_properties(tmp_path, run_suite):
     n = len(read_rows(rd))
     assert n >= 2 and text.count("<testcase") == n
     assert text.count('name="qconform.status" value="pass"') == n and 'name="qconform.max_abs_lsb"' in text
+    # the run's own properties, on the <testsuite> (suite/harness/junit.py), as run.json has them
+    import xml.etree.ElementTree as ET
+    info = json.loads((rd / "run.json").read_text())
+    suite = ET.parse(xml).getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["qconform.run_id"] == info["run_id"] and props["qconform.seed"] == "0"
+    assert props["qconform.cases_per_op"] == "2" and props["qconform.scheme"] == "tflite-ref-double"
+    assert props["qconform.tolerance_sha256"] == info["options"]["tolerance_digest"]
+    assert props["qconform.git_commit"] == info["git"]["commit"]
+    assert props["qconform.target.ref.version.numpy"] == info["targets"]["ref"]["versions"]["numpy"]
+    assert props["qconform.host.hostname"] == info["host"]["hostname"]
 
 
 def test_junit_time_is_what_each_case_cost(pytester, tmp_path, monkeypatch):
@@ -488,7 +500,7 @@ def test_junit_time_is_what_each_case_cost(pytester, tmp_path, monkeypatch):
     proc, _ = run_inprocess(pytester, "--target=tests.slow_targets:Slow", "--ops", "ADD", "--cases-per-op", "4",
                             "-k", "not qnn", "--ahead=0", f"--junitxml={xml}")
     assert proc.returncode == 0, proc.stdout[-2000:]
-    times = [float(c.get("time")) for c in ET.parse(xml).getroot().iter("testcase")]
+    times = [float(c.get("time")) for c in ET.parse(xml).getroot().iter("testcase") if c.get("name") == "test_case"]
     assert len(times) == 4 and min(times) >= 0.05, times
 
 

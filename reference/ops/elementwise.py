@@ -88,12 +88,12 @@ def _add_sub(case, scheme, sign: int):
     return [scheme.quantize_real(x / ft(so), zp(out), lo, hi)]
 
 
-@register("ADD")
+@register("ADD", rounding="fixed-double")
 def add(case, scheme):
     return _add_sub(case, scheme, +1)
 
 
-@register("SUB")
+@register("SUB", rounding="fixed-double")
 def sub(case, scheme):
     return _add_sub(case, scheme, -1)
 
@@ -107,7 +107,7 @@ def mul_real_multiplier(sa: float, sb: float, so: float, scheme) -> float:
     return float(scheme.real_multiplier(sa, sb, den=so))
 
 
-@register("MUL")
+@register("MUL", rounding="fixed-double")
 def mul(case, scheme):
     """LiteRT int8 MUL (reference_integer_ops::MulElementwise).
 
@@ -180,12 +180,12 @@ def _max_min(case, scheme, fn):
     return [res]
 
 
-@register("MAXIMUM")
+@register("MAXIMUM", rounding="none")
 def maximum(case, scheme):
     return _max_min(case, scheme, np.maximum)
 
 
-@register("MINIMUM")
+@register("MINIMUM", rounding="none")
 def minimum(case, scheme):
     return _max_min(case, scheme, np.minimum)
 
@@ -204,7 +204,7 @@ def real_values_exact(t) -> np.ndarray:
     return (q(t) - z).astype(np.float64) * s.astype(np.float32).astype(np.float64)
 
 
-@register(*_COMPARE)
+@register(*_COMPARE, rounding="none")
 def compare(case, scheme):
     """The comparison of the inputs' real values, per the spec: op((q1 - z1) * s1, (q2 - z2) * s2).
 
@@ -244,7 +244,7 @@ def litert_compare_operand(codes, zero_point: int, s: float, single_rounding: bo
 
 # --------------------------------------------------------------------------- QUANTIZE
 
-@register("QUANTIZE")
+@register("QUANTIZE", rounding=("fixed-double", "float-round"))
 def quantize(case, scheme):
     """QUANTIZE: float32 -> int8 (affine quantization) or int8 -> int8 (requantization).
 
@@ -283,7 +283,7 @@ def quantize(case, scheme):
 
 # --------------------------------------------------------------------------- DEQUANTIZE
 
-@register("DEQUANTIZE")
+@register("DEQUANTIZE", rounding="none")
 def dequantize(case, scheme):
     """DEQUANTIZE: int8 -> float32, (float)((double)s * (q - zp)) in LiteRT's reference.
 
@@ -323,11 +323,11 @@ def _arg(case, scheme, fn):
     return [res]
 
 
-@register("ARG_MAX")
+@register("ARG_MAX", rounding="none")
 def arg_max(case, scheme):
     return _arg(case, scheme, np.argmax)
 
 
-@register("ARG_MIN")
+@register("ARG_MIN", rounding="none")
 def arg_min(case, scheme):
     return _arg(case, scheme, np.argmin)

@@ -27,19 +27,33 @@ class Finding:
     #: tables of conditions, all of whose params hold. A finding with one matches every case by it
     #: (a generated case, a case file, a hunted case, a model's layer alike), never by ``variant``
     where: tuple[dict, ...] = ()
+    #: runtimes that give the golden's value on ``case`` (a case file, from the checkout's root):
+    #: independent confirmation of the golden where the finding's target disagrees with it
+    witnesses: tuple[str, ...] = ()
+    case: str = ""
+    #: the CPU the case ran on has every one of ``isa_has`` and none of ``isa_lacks`` (ISA flags,
+    #: targets.device_runner.isa_flags); a finding with either matches no verdict whose ISA is unknown
+    isa_has: tuple[str, ...] = ()
+    isa_lacks: tuple[str, ...] = ()
+
     ticket: str = ""   # where it is tracked (an issue or a vendor's ticket: id or link), if anywhere
     #: a whole model's finding (``pytest --model``): the model file names (patterns) it is about;
     #: it explains a whole-model verdict (status "model-error", "model-fail") and never a case
     model: tuple[str, ...] = ()
+
 
     @property
     def why(self) -> str:
         """The reason, and the ticket when it has one: what every report shows beside its id."""
         return self.reason + (f" (ticket: {self.ticket})" if self.ticket else "")
 
-    def matches(self, op: str, target: str, variant: str, status: str = "fail", params: dict | None = None) -> bool:
+    def matches(self, op: str, target: str, variant: str, status: str = "fail", params: dict | None = None,
+                isa: frozenset[str] | None = None) -> bool:
         if self.model or not (status in self.status and any(fnmatch.fnmatchcase(op, p) for p in self.op)
                 and any(fnmatch.fnmatchcase(target, p) for p in self.target)):
+            return False
+        if (self.isa_has or self.isa_lacks) and (isa is None or not isa.issuperset(self.isa_has)
+                                                 or not isa.isdisjoint(self.isa_lacks)):
             return False
         if self.where:   # (no params: a caller without a case, e.g. a whole group's bias: no match)
             return params is not None and any(all(_holds(params.get(k), c) for k, c in w.items()) for w in self.where)
@@ -79,21 +93,33 @@ def findings() -> tuple[Finding, ...]:
         if not isinstance(where, list) or not all(isinstance(w, dict) and w for w in where):
             raise QconformError("must be a table of param conditions, or a list of them", source=str(FILE),
                                 field=f"finding[{i}].where", rule="where = {param = value | [lo, hi] | [a, b, ...]}")
+        wit = r.get("witnesses", [])
+        if not (isinstance(wit, list) and all(isinstance(w, str) and w for w in wit)) or (wit and not r.get("case")):
+            raise QconformError("must be a list of target names, with `case` naming the case file they ran",
+                                source=str(FILE), field=f"finding[{i}].witnesses", rule="witnesses = [\"ort\", ...]")
+        for key in ("isa_has", "isa_lacks"):
+            if not (isinstance(r.get(key, []), list) and all(isinstance(x, str) and x for x in r.get(key, []))):
+                raise QconformError("must be a list of ISA flags", source=str(FILE), field=f"finding[{i}].{key}",
+                                    rule=f'{key} = ["avx2", ...] (names of /proc/cpuinfo\'s flags)')
         if where and "variant" in r:   # one verdict per case: the region decides, wherever the case runs
             raise QconformError("a finding with a region (where) matches cases by it alone", source=str(FILE),
                                 field=f"finding[{i}].variant", rule="where or variant, not both")
         out.append(Finding(id=r["id"], op=_tuple(r.get("op", "*")), target=_tuple(r.get("target", "*")),
                            reason=r["reason"], variant=_tuple(r.get("variant", "*")),
                            status=_tuple(r.get("status", "fail")), where=tuple(where),
-                           ticket=str(r.get("ticket", "")), model=_tuple(r["model"]) if "model" in r else ()))
+                           ticket=str(r.get("ticket", "")), model=_tuple(r["model"]) if "model" in r else (),
+                           witnesses=tuple(wit), case=str(r.get("case", "")),
+                           isa_has=tuple(r.get("isa_has", ())), isa_lacks=tuple(r.get("isa_lacks", ()))))
     return tuple(out)
 
 
-def match(op: str, target: str, variant: str = "*", status: str = "fail", params: dict | None = None) -> Finding | None:
+def match(op: str, target: str, variant: str = "*", status: str = "fail", params: dict | None = None,
+          isa: frozenset[str] | None = None) -> Finding | None:
     """The first finding that explains this verdict (``params``: the case's, suite/cases/hunt/params.py
-    ``case_params``, with the verdict's ``max_abs_lsb`` and ``cause``)."""
+    ``case_params``, with the verdict's ``max_abs_lsb`` and ``cause``; ``isa``: the ISA flags of the
+    CPU it ran on)."""
     for f in findings():
-        if f.matches(op, target, variant, status, params):
+        if f.matches(op, target, variant, status, params, isa):
             return f
     return None
 

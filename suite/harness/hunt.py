@@ -239,7 +239,7 @@ class Hunter:
     # ---------------------------------------------------------------- one case
     def run_case(self, case: Case, limit: float | None = None):
         """(verdict, outcome) of ``case``: run in the worker (with a time limit no longer than
-        ``--timeout``) and judged by the run's judge."""
+        ``--case-timeout``) and judged by the run's judge."""
         if hasattr(self.ex, "timeout"):
             self.ex.timeout = min(self.opts.timeout, limit) if limit else self.opts.timeout
         o = self.ex.run([case], self.timing)[0]
@@ -294,7 +294,7 @@ class Hunter:
                 counts["golden_refused"] = counts.get("golden_refused", 0) + 1
                 return refuse()
             if status == "timeout" and getattr(self.ex, "timeout", opts.timeout) < opts.timeout:
-                counts["cut"] = counts.get("cut", 0) + 1   # cut short by the budget, not --timeout
+                counts["cut"] = counts.get("cut", 0) + 1   # cut short by the budget, not --case-timeout
                 return
             if v.status is Status.UNSUPPORTED:
                 counts["unsupported"] = counts.get("unsupported", 0) + 1
@@ -379,7 +379,7 @@ class Hunter:
     def _shrink(self, g: Group, deadline: float) -> None:
         """Shrink a new group's first case now (SHRINK_RUNS runs at most, until ``deadline``): the
         search goes on after it, so where the budget ends is the only cut a slower machine makes.
-        A sub-case counts while it keeps the group's status (a timeout: under the full --timeout)."""
+        A sub-case counts while it keeps the group's status (a timeout: under the full --case-timeout)."""
         rows: dict[int, dict] = {}
 
         def judge(case: Case) -> Judgement:

@@ -10,6 +10,7 @@ golden store (suite/harness/goldens.py) when it is on.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 from typing import Any
 
@@ -25,6 +26,7 @@ from suite.core.tolerance import Policy, Tolerance
 from suite.core.verdict import Status, Verdict
 from suite.core.waivers import Waivers
 from targets.base import Outcome, latency_stats
+from targets.device_runner import isa_flags
 
 
 class Goldens:
@@ -76,6 +78,20 @@ class Goldens:
         return stacks[key]
 
 
+@functools.cache
+def _host_isa() -> frozenset[str]:
+    return frozenset(isa_flags())
+
+
+def _isa(o: Outcome) -> frozenset[str] | None:
+    """The ISA flags of the CPU the outcome comes from: its device's (``device_isa``; None when a
+    device did not tell them), else this host's."""
+    if "device" not in o.info:
+        return _host_isa()
+    dev = o.info.get("device_isa")
+    return frozenset(str(dev).split()) if dev is not None else None
+
+
 class Judge:
     def __init__(self, *, scheme: str, policy: Policy, waivers: Waivers, goldens: Goldens,
                  run_id: str, seed: int, worker: str | None = None):
@@ -109,7 +125,8 @@ class Judge:
         if cmp is not None and not cmp.garbage:
             v.row.update(self._analyse(case, cmp, want))
         if v.status.is_bad and not v.golden_error:   # the region of a finding: of the case and its verdict
-            f = match(case.op, target, case.variant, v.status.value, verdict_params(case, v.row, v.status.value))
+            f = match(case.op, target, case.variant, v.status.value, verdict_params(case, v.row, v.status.value),
+                      isa=_isa(o))
             if f is not None:
                 v.finding = v.row["finding"] = f.id
                 v.reason = v.row["reason"] = f"known finding {f.id}: {f.reason}; {v.reason}"
@@ -167,7 +184,9 @@ class Judge:
                 "neg_err": sum(int(np.count_nonzero(e < 0)) for e in cmp.errors),
             })
             if cmp.mismatches and not cmp.garbage:   # (the golden is kept: no second computation)
-                row.update(_worst(cmp, o.outputs, self.goldens.get(c, self.scheme)))
+                want = self.goldens.get(c, self.scheme)
+                row.update(_worst(cmp, o.outputs, want))
+                row["toward_zp_err"] = _toward_zero_point(cmp, want, c)
             if not cmp.garbage:   # the same case on two devices: bit-identical outputs iff equal digests
                 row["out_digest"] = _digest(o.outputs)
             if tol is not None:
@@ -228,6 +247,18 @@ def _worst(cmp: Comparison, got, want) -> dict[str, Any]:
     return {"worst_output": k, "worst_index": [int(i) for i in np.unravel_index(j, e.shape)],
             "worst_got": np.asarray(got[k]).ravel()[j].item(), "worst_want": np.asarray(want[k]).ravel()[j].item(),
             "worst_err_lsb": int(e.ravel()[j])}
+
+
+def _toward_zero_point(cmp: Comparison, want, c: Case) -> int:
+    """Mismatching elements whose error points at the output zero point (|got - zp| < |want - zp|):
+    all of them for a kernel that breaks ties toward zero, a bias the +/- sign test cannot see
+    (certificates test it: reports/certify.py)."""
+    n = 0
+    for e, w, spec in zip(cmp.errors, want, c.outputs):
+        z = spec.zero_point[0] if spec.zero_point and len(spec.zero_point) == 1 else None
+        if z is not None and np.asarray(w).dtype.kind in "iu":
+            n += int(np.count_nonzero(np.asarray(e) * (np.asarray(w).reshape(np.shape(e)).astype(np.int64) - z) < 0))
+    return n
 
 
 def _message(v: Verdict, c: Case, cmp: Comparison | None, tol: Tolerance | None) -> str:

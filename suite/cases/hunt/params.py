@@ -19,6 +19,7 @@ from reference.ops.conv import (
     fc_acc,
     transpose_conv_acc,
 )
+from reference.common import act_range, qrange
 from suite.core.case import Case
 from suite.core.geometry import out_size, pad_before
 
@@ -53,6 +54,9 @@ PARAMS = {
     "axis_last": "the op's axis is the last dimension", "idx_rank": "rank of GATHER's indices",
     "batch_dims": "GATHER's batch_dims", "n_inputs": "number of inputs",
     "granularity": "per-tensor, per-axis or blocked (ONNX Q/DQ)",
+    "act_inside": "both bounds of the fused activation's clamp lie strictly inside the output's code range (false "
+                  "without an activation, or when a bound is at or beyond its end)",
+    "batch_last2_gt1": "BATCH_MATMUL: the last two dimensions of the broadcast batch shape are both > 1",
     "quot_log2": "log2 of the largest |x / s_out| of a float32 input (QUANTIZE; inf for an infinite x)",
 }
 
@@ -76,6 +80,8 @@ def case_params(case: Case) -> dict:
         p.update(zp_in=int(x.zero_point[0]), s_in_log2=_log2(x.scale[0]))
     if o.quantized:
         p.update(zp_out=int(o.zero_point[0]), s_out_log2=_log2(o.scale[0]))
+        (lo, hi), (qlo, qhi) = act_range(case, o), qrange(o)
+        p["act_inside"] = p["act"] != "NONE" and qlo < lo and hi < qhi
     op = case.op
     if op in ("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM") + COMPARISONS:
         a, b = case.inputs[0], case.inputs[1]
@@ -123,6 +129,7 @@ def _conv_params(case: Case) -> dict:
     x = _main_input(case)
     if case.op == "BATCH_MATMUL":
         w, scales = case.inputs[1], [case.inputs[1].scale[0]]
+        batch = np.broadcast_shapes(tuple(x.shape[:-2]), tuple(w.shape[:-2]))
     else:
         w = case.inputs[1]
         scales = list(w.scale)
@@ -144,7 +151,8 @@ def _conv_params(case: Case) -> dict:
          "BATCH_MATMUL": lambda: x.shape[-2] if case.attrs.get("adj_x") else x.shape[-1]}[case.op]()
     return {"w_dtype": w.dtype, "mult_min_log2": _log2(float(mult.min())), "mult_max_log2": _log2(float(mult.max())),
             "w_spread_log2": _log2(max(scales) / min(scales)), "per_axis": len(scales) > 1,
-            "bias": bias is not None, "acc_log2": _log2(peak), "shifted_acc_log2": _log2(shifted), "k": int(k)}
+            "bias": bias is not None, "acc_log2": _log2(peak), "shifted_acc_log2": _log2(shifted), "k": int(k),
+            **({"batch_last2_gt1": len(batch) >= 2 and min(batch[-2:]) > 1} if case.op == "BATCH_MATMUL" else {})}
 
 
 def _accumulators(case: Case) -> np.ndarray:
