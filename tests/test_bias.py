@@ -233,3 +233,13 @@ def test_group_items_follow_their_cases_and_only_where_a_rule_judges():
     assert not has_group_rule("RESHAPE", "ort", {"int8"}, pol, None)       # exact ops: no bias rule
     assert not has_group_rule("ADD", "ref", {"int8"}, pol, None)           # the golden against itself
     assert has_group_rule("RESHAPE", "ort", {"int8"}, pol, "tflite-ref-double")   # a declared scheme
+
+
+def test_a_known_bias_is_the_group_tests_xfail(run, monkeypatch):
+    from suite.core.findings import Finding
+    f = Finding("known-half-up", ("ADD",), ("half-up",), "ties up", status=("bias+",))
+    monkeypatch.setattr(causes, "match", lambda op, t, v, status: f if f.matches(op, t, v, status) else None)
+    proc, _ = run(HALF_UP, *ADD30, "-rx")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    proc.result.assert_outcomes(passed=36, xfailed=1)
+    assert "known finding known-half-up" in proc.stdout
