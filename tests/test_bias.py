@@ -179,7 +179,7 @@ def test_resumed_run_gives_the_verdict_of_an_uninterrupted_one(run):
     want = (rd / "summary.csv").read_text()
     lines = (rd / "results.jsonl").read_text().splitlines(keepends=True)
     (rd / "results.jsonl").write_text("".join(lines[:5]))       # as if killed after 5 cases
-    proc2, rd2 = run(f"--resume={rd}")
+    proc2, rd2 = run(f"--resume={rd}", HALF_UP)
     assert rd2 == rd and proc2.returncode == 1, proc2.stdout[-3000:]
     proc2.result.assert_outcomes(passed=len(lines) - 5, deselected=5, failed=1)   # the bias: test_group
     assert (rd / "summary.csv").read_text() == want

@@ -65,7 +65,8 @@ def test_a_rerun_more_lenient_than_the_failing_run_is_refused(pytester, failed_r
 def test_shrink_needs_no_flag_and_refuses_other_settings(failed_run, tmp_path):
     _, r = failed_run
     out = tmp_path / "shrunk.json"
-    cli = [sys.executable, "-m", "suite", "shrink", r["failure_file"], "-o", str(out), "-q"]
+    target = json.loads(open(r["failure_file"]).read())["judged"]["target"]   # module:Class: named again
+    cli = [sys.executable, "-m", "suite", "shrink", r["failure_file"], "-o", str(out), "-q", f"--target={target}"]
     p = subprocess.run(cli, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "still fail" in p.stdout

@@ -81,7 +81,8 @@ def test_resuming_a_run_in_use_is_refused(tmp_path):
             assert time.monotonic() < deadline and first.poll() is None, first.communicate()
             time.sleep(0.05)
         run = _runs(report)[0]
-        second = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--resume={run}"],
+        second = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--resume={run}",
+                                 "--target=tests.slow_targets:Slow"],
                                 cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert second.returncode == 4, second.stdout + second.stderr
         assert "in use by another run" in second.stderr and str(run) in second.stderr
