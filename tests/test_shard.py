@@ -58,6 +58,7 @@ def test_two_shards_merged_give_the_statuses_of_one_run(pytester, tmp_path, caps
     info = json.loads((out / "run.json").read_text())
     assert [s["shard"] for s in info["shards"]] == ["1/2", "2/2"] and all(s["complete"] for s in info["shards"])
     assert info["shards"][0]["host"]["hostname"] and info["exit_status"] == 1 and not info["interrupted"]
+    assert info["planned"] == json.loads((rd / "run.json").read_text())["planned"] == len(_statuses(rd))
     assert (out / "index.html").is_file() and _verdicts(out) == _verdicts(rd)
     # the merged rows' failure files are in the merged folder, and their repro lines point there
     failing = [r for r in iter_last_rows(out) if r["status"] == "fail"]
