@@ -145,7 +145,9 @@ def merge(dirs: list[str | Path], out: str | Path, run_id: str) -> tuple[Report,
     options.update(report_dir=str(dest), tolerance_copy=str(dest / TOLERANCE_COPY),
                    certify=any(i["options"].get("certify") for _, i in shards),
                    shards=first["options"]["shard"]["count"])
-    doc = {**{k: v for k, v in first.items() if k not in ("counts", "cost")}, "run_id": run_id,
+    planned = [i.get("planned") for _, i in shards]   # (a shard run under xdist has none: then nor has the merge)
+    doc = {**{k: v for k, v in first.items() if k not in ("counts", "cost", "planned")}, "run_id": run_id,
+           "planned": sum(planned) if all(type(n) is int for n in planned) else None,
            "started": started, "finished": finished if complete else None, "options": options,
            "exit_status": _exit_status([i.get("exit_status") for _, i in shards]) if complete else None,
            "interrupted": not complete, "command": ["qconform", "merge", *map(str, dirs), "-o", str(dest)],
