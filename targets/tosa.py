@@ -59,15 +59,11 @@ class TosaTarget(Target):
             self._versions = self._call([])[0]
         return dict(self._versions)
 
-    KERNEL_DTYPES = {"int8", "uint8", "int16", "int32", "float32", "bool"}
+    #: tensor types the target feeds and fetches (NumPy has no 4-bit arrays); the tools refuse the rest
+    FED_DTYPES = set(tflite_model.TENSOR_TYPES) - {"int4", "uint4"}
 
     def unsupported(self, case):
-        for t in list(case.inputs) + list(case.outputs):
-            if t.dtype not in self.KERNEL_DTYPES:
-                return f"the TOSA lowering of .tflite has no {t.dtype} tensors here"
-        if case.op not in tflite_model.OPTIONS:
-            return f"no TFLite builtin mapping for {case.op}"
-        return None
+        return tflite_model.refusal(case, self.FED_DTYPES, "the tosa target does not feed or fetch {} tensors")
 
     def _call(self, reqs: list) -> tuple[dict, list | int]:
         """(versions, results) of one runner process; results is the signal number instead if
