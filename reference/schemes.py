@@ -40,6 +40,9 @@ class Scheme:
     float_round: str = "half_even"  # "half_even" | "half_away" | "none" (exact scheme)
     float_dtype: str = "float32"    # float: the type the arithmetic happens in
     clamp_before_round: bool = False  # float: clamp in float, then round (MLAS, XNNPACK)
+    #: uint8 x int8 products summed in adjacent pairs, each pair sum saturated to int16 (x86
+    #: vpmaddubsw, as MLAS's AVX2 QGEMM without VNNI does): CONV_2D, FULLY_CONNECTED, BATCH_MATMUL
+    int16_pairs: bool = False
     aliases: tuple[str, ...] = ()
 
     @property
@@ -135,6 +138,12 @@ _add(Scheme("ort-fp32-rne",
             "clamp in float, round half to even",
             kind="float", multiplier_precision="float", float_round="half_even", float_dtype="float32",
             clamp_before_round=True))
+_add(Scheme("ort-avx2-u8s8",
+            "ONNX Runtime (MLAS) on x86 with AVX2 (or AVX-512BW) but no VNNI: ort-fp32-rne, with the uint8 x "
+            "int8 products of CONV_2D, FULLY_CONNECTED and BATCH_MATMUL summed by vpmaddubsw, two adjacent "
+            "ones (along the reduced axis, from its start) at a time, each pair sum saturated to int16",
+            kind="float", multiplier_precision="float", float_round="half_even", float_dtype="float32",
+            clamp_before_round=True, int16_pairs=True))
 _add(Scheme("onnx-ref",
             "the onnx reference evaluator: NumPy float arithmetic (int32 x float32 promotes to "
             "float64), np.rint (half to even), clip",
