@@ -127,7 +127,8 @@ def _tensor(t) -> dict:
 def _outcome(case, r: dict) -> Outcome:
     if r.get("status") != "ok":
         return Outcome(r.get("status", "error"), reason=str(r.get("reason", ""))[:2000])
-    outputs = []
+    outputs = []   # in the case's shape when only the rank differs (the lowering keeps a squeezed or
+    # rank-0 result); a different element count stays as it came: the judge's shape error
     for o, want in zip(r["outputs"], case.outputs):
         arr = np.asarray(o["data"], dtype=o["dtype"]).reshape(o["shape"])
         outputs.append(arr.reshape(want.shape) if arr.size == int(np.prod(want.shape)) else arr)
