@@ -307,3 +307,27 @@ def test_a_tolerance_rule_for_a_misspelt_target_is_an_error_but_another_machines
     assert e.value.field == "rule[0].target"
     policy.rules[0].target = "tflite"
     check_target_names(policy, ["ref", "tflite", "tflite-ref", "mine"])   # acme-npu: another machine's own
+
+
+# ----------------------------------------------------------------------------- 5. models
+
+@pytest.mark.parametrize("name, field", [
+    ("buffer-index.tflite", "subgraphs[0].tensors[0].buffer"),
+    ("tensor-index.tflite", "subgraphs[0].operators[0].inputs[0]"),
+    ("opcode-index.tflite", "subgraphs[0].operators[0].opcodeIndex"),
+    ("short-buffer.tflite", "buffers[2]"),
+    ("negative-dim.tflite", "subgraphs[0].tensors[0].shape"),
+    ("huge-input.tflite", "subgraphs[0].tensors[0].shape"),   # [1, 100000, 100000, 10]
+    ("empty.onnx", "graph.node"),                              # 0 bytes
+    ("cycle.onnx", "graph.node[0].input[1]"),
+])
+def test_a_damaged_model_is_one_error_before_use(name, field):
+    """(The models are made by tests/data/hostile/make_models.py.)"""
+    from suite.models.harvest import harvest_model
+    if name.endswith(".tflite"):
+        pytest.importorskip("ai_edge_litert")
+    else:
+        pytest.importorskip("onnx")
+    with pytest.raises(QconformError) as e:
+        harvest_model(HOSTILE / name)
+    assert e.value.field == field and e.value.source == str(HOSTILE / name), str(e.value)
