@@ -103,7 +103,7 @@ def test_the_repro_carries_device_and_time_limit_and_refuses_other_ones():
                        cases_per_op=30, run_id="r", status="timeout", versions={"onnxruntime": "1.32.0"},
                        finding=None, rule=3)
     argv = shlex.split(repro_command(j, "/r/failures/htp/X.json"))
-    assert "--device=ssh:me@board?python=/opt/py/bin/python3" in argv and "--timeout=5" in argv
+    assert "--device=ssh:me@board?python=/opt/py/bin/python3" in argv and "--case-timeout=5" in argv
     same = dict(scheme="tflite-ref-double", tolerance_digest="ab" * 32, device=j["device"], timeout=5.0)
     assert differences(j, **same) == []
     assert differences(j, **{**same, "device": None}) and differences(j, **{**same, "timeout": 60.0})

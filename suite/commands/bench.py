@@ -80,7 +80,7 @@ def main(args) -> int:
         raise QconformError(f"must be >= 0 (got {args.workers})", field="--workers")
     targets = [t.strip() for t in args.targets.split(",") if t.strip()] if args.targets else None
     out: dict = {"format": "qconform-bench/2", "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    out["host"] = host_info()
+    out["host"] = host_info(isa_flags())
     out["load_before"] = list(os.getloadavg())
     print(f"qconform bench on {out['host'].get('cpu_model')} x {out['host'].get('cpu_count')} "
           f"(numpy {out['host'].get('numpy')}, python {out['host'].get('python')}), load average "

@@ -36,7 +36,7 @@ def register(sub):
     p.add_argument("--any-mismatch", action="store_true",
                    help="shrink while any element differs (default: while the verdict is a failure)")
     p.add_argument("--max-runs", type=int, default=200, metavar="N", help="target runs at most (default 200)")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--case-timeout", "--timeout", dest="timeout", type=float, default=None, metavar="SECONDS",
                    help="per-run time limit of a target in a worker process (default: the failure file's, "
                         "else 60): a hang is a timeout")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")

@@ -175,7 +175,12 @@ class Case:
         return json.dumps(self.to_dict(), separators=(",", ":"), sort_keys=False) + "\n"
 
     def digest(self) -> str:
-        """A content digest: op, attrs, spec, tensors and data (not the id or variant)."""
+        """A content digest: op, attrs, spec, tensors and data (not the id or variant): the first
+        16 hex digits of :meth:`sha256`."""
+        return self.sha256()[:16]
+
+    def sha256(self) -> str:
+        """The full sha256 (64 hex digits) of what :meth:`digest` covers (certificates quote it)."""
         h = hashlib.sha256()
         head = {"op": self.op, "spec": self.spec, "attrs": _jsonable(self.attrs),
                 "inputs": [t.to_dict(with_data=False) for t in self.inputs],
@@ -185,7 +190,7 @@ class Case:
             if t.data is not None:
                 arr = np.ascontiguousarray(t.data)
                 h.update(arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes())
-        return h.hexdigest()[:16]
+        return h.hexdigest()
 
     def n_output_elements(self) -> int:
         return sum(t.size for t in self.outputs)

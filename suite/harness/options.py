@@ -83,7 +83,7 @@ def checked(**kw) -> RunOptions:
             raise QconformError(f"must be >= 0 (got {v})", field="--" + name.replace("_", "-"))
     t = kw.get("timeout")
     if t is not None and not (0 < t < float("inf")):
-        raise QconformError(f"must be a finite number of seconds > 0 (got {t})", field="--timeout")
+        raise QconformError(f"must be a finite number of seconds > 0 (got {t})", field="--case-timeout")
     scheme = kw.get("scheme") or DEFAULT_SCHEME
     if scheme not in SCHEMES:
         hint = did_you_mean(scheme, SCHEMES)

@@ -49,7 +49,7 @@ def repro_command(judged: dict[str, Any], failure_file: str | Path) -> str:
     if judged.get("device"):
         args.append(f"--device={judged['device']}")
     args += [f"--scheme={judged['scheme']}", f"--tolerance={judged['tolerance']['file']}",
-             f"--timeout={judged['timeout']:g}", f"--case-file={failure_file}", f"--report-dir={REPRO_REPORT_DIR}"]
+             f"--case-timeout={judged['timeout']:g}", f"--case-file={failure_file}", f"--report-dir={REPRO_REPORT_DIR}"]
     return "pytest " + " ".join(shlex.quote(a) for a in args)
 
 
@@ -117,7 +117,7 @@ def differences(judged: dict[str, Any], *, scheme: str, tolerance_digest: str, d
     if (judged.get("device") or None) != (device or None):
         out.append(f"device {device or 'none (this machine)'} (it ran on {judged.get('device') or 'this machine'})")
     if judged.get("status") == "timeout" and judged.get("timeout") != timeout:
-        out.append(f"--timeout {timeout:g} (it timed out under {judged.get('timeout')})")
+        out.append(f"--case-timeout {timeout:g} (it timed out under {judged.get('timeout')})")
     return out
 
 

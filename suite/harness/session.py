@@ -64,7 +64,7 @@ def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | 
     opts = checked(
         targets=names, seed=o.seed, cases_per_op=o.cases_per_op, ops=split_list(o.ops),
         case_files=o.case_file, tolerance_file=o.tolerance, scheme=o.scheme, warmup=o.warmup,
-        repeats=o.repeats, batch_size=o.batch_size, timeout=o.timeout,
+        repeats=o.repeats, batch_size=o.batch_size, timeout=o.case_timeout,
         latency_cases=o.latency_cases if o.latency_cases is not None else _default_latency_cases(devices, device),
         ahead=o.ahead, isolation=o.isolation, golden_cache=_golden_folder(o.golden_cache), waivers=o.waivers,
         certify=o.certify,
@@ -106,7 +106,7 @@ def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | 
 def _default_latency_cases(devices: list, device) -> int:
     """3; 0 when this process drives only emulated devices (``qemu:``): each case alone costs
     one more start of the emulated runtime, for a latency that says nothing of the board."""
-    if devices and all(d.kind == "qemu" for d in ([device] if device else devices)):
+    if devices and all(d.kind in ("qemu", "qemu-x86") for d in ([device] if device else devices)):
         return 0
     return 3
 
