@@ -31,16 +31,18 @@ LIMITS = {
 }
 
 
-def read_bytes(path: str | Path, what: str, option: str | None = None, kind: str = "case") -> bytes:
+def read_bytes(path: str | Path, what: str, option: str | None = None, kind: str = "case",
+               limit: int | None = None) -> bytes:
     """The bytes of the regular file ``path`` (a symbolic link is followed: a linked case file is a
-    case file), at most ``LIMITS[kind]``, read by :func:`suite.core.keyed.read_regular`; else one
-    QconformError (``what`` names the file in messages, ``option`` the option or field it came from)."""
-    src, limit = str(path), LIMITS[kind]
+    case file), at most ``LIMITS[kind]`` (or ``limit``), read by :func:`suite.core.keyed.read_regular`;
+    else one QconformError (``what`` names the file in messages, ``option`` the option or field it
+    came from)."""
+    src, limit = str(path), LIMITS[kind] if limit is None else limit
     try:
         return keyed.read_regular(path, limit, follow=True)
     except keyed.FileRefused as e:
         raise QconformError(f"{what}: {e.why}", source=src[:300], field=option,
-                            rule=f"a regular file of at most {limit // MiB} MiB") from None
+                            rule=f"a regular file of at most {limit:,} bytes") from None
     except (OSError, ValueError) as e:   # ValueError: a NUL in the name
         raise QconformError(f"cannot read {what}: {getattr(e, 'strerror', None) or e}", source=src[:300],
                             field=option) from None
