@@ -21,13 +21,12 @@ from pathlib import Path
 
 from reports.build import Report, write_reports
 from reports.results import RESULTS, ResultWriter, scan
-from reports.runinfo import RUN_JSON
+from reports.runinfo import RUN_JSON, TOLERANCE_COPY
 from suite.core.errors import QconformError
 from suite.core.userfile import read_bytes
 
 MAX_RUN_JSON = 8 << 20        # bytes of a shard's run.json
 MAX_FAILURE_FILE = 64 << 20   # bytes of a failure file copied over
-TOLERANCE_COPY = "tolerance.toml"
 #: run.json options that make the case set and its judging: equal in every shard
 SAME = ("seed", "ops", "cases_per_op", "case_files", "model", "scheme", "tolerance_digest")
 

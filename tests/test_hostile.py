@@ -339,3 +339,18 @@ def test_a_damaged_model_is_one_error_before_use(name, field):
     with pytest.raises(QconformError) as e:
         harvest_model(HOSTILE / name)
     assert e.value.field == field and e.value.source == str(HOSTILE / name), str(e.value)
+
+
+def test_qconform_report_judges_with_the_run_folders_copy_never_a_path_in_run_json(tmp_path):
+    """`qconform report RUN` (reports.build): run.json's tolerance path is never opened (a FIFO there
+    would hang it); the folder's own tolerance.toml is the policy, else one error."""
+    from reports.build import _policy
+    from suite.core.tolerance import DEFAULT_FILE
+    os.mkfifo(tmp_path / "fifo.toml")
+    info = {"options": {"tolerance_file": str(tmp_path / "fifo.toml")}}
+    with pytest.raises(QconformError) as e:
+        _policy(tmp_path, info)
+    assert e.value.field == "options.tolerance_file"
+    shutil.copy(DEFAULT_FILE, tmp_path / "tolerance.toml")
+    assert _policy(tmp_path, info).source == str(tmp_path / "tolerance.toml")
+    assert _policy(tmp_path / "nowhere", {"options": {}}).source == str(DEFAULT_FILE)
