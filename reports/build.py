@@ -131,7 +131,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
 
     ``policy``: the suite.core.tolerance.Policy the certificate quotes (default: the run's
     tolerance file, else the suite's); ``waivers``: the run's suite.core.waivers.Waivers.
-    ``certify_cases``: the run's cases as [[id, sha256], ...] in generation order, ``certify_key``: a
+    ``certify_cases``: the run's cases as [[id, sha256], ...], ``certify_key``: a
     key file to sign the certificate with (reports/certify.py). ``parquet_in_child``: results.parquet is written by ``python -m reports.parquet`` in a process
     of its own, alongside (see reports/parquet.py). ``baseline``: a run folder; the report opens with
     what is new since it (reports/since.py). Never raises for an artefact: see :attr:`Report.errors`.
@@ -223,7 +223,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         attempt(CERT_MD, ("certificate",), lambda: write_atomic(d / CERT_MD, certificate_markdown(cert)))
         attempt(CERT_JSON, ("certificate",), lambda: write_json(d / CERT_JSON, cert))
     elif (d / CERT_JSON).exists():   # a certified run's page, rebuilt
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, QconformError):
             cert = read_certificate(d)
     if not offsets:
         return report
