@@ -18,32 +18,23 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 from pathlib import Path
 
 from reports.build import Report, write_reports
 from reports.certify import read_certificate
 from reports.results import RESULTS, ResultWriter, scan
-from reports.runinfo import RUN_JSON
+from reports.runinfo import RUN_JSON, TOLERANCE_COPY
 from suite.core.errors import QconformError
+from suite.core.userfile import read_bytes
 
 MAX_RUN_JSON = 8 << 20        # bytes of a shard's run.json
 MAX_FAILURE_FILE = 64 << 20   # bytes of a failure file copied over
-TOLERANCE_COPY = "tolerance.toml"
 #: run.json options that make the case set and its judging: equal in every shard
 SAME = ("seed", "ops", "cases_per_op", "case_files", "model", "scheme", "tolerance_digest")
 
 
 def _regular(p: Path, limit: int, what: str) -> bytes:
-    try:
-        st = os.stat(p)
-    except OSError as e:
-        raise QconformError(f"cannot read it: {e.strerror or e}", source=str(p), field=what) from None
-    if not stat.S_ISREG(st.st_mode):
-        raise QconformError("is not a regular file", source=str(p), field=what)
-    if st.st_size > limit:
-        raise QconformError(f"is {st.st_size:,} bytes (at most {limit:,})", source=str(p), field=what)
-    return p.read_bytes()
+    return read_bytes(p, p.name, what, limit=limit)
 
 
 def read_shard(d: str | Path) -> tuple[Path, dict]:
