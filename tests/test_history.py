@@ -13,7 +13,6 @@ import pytest
 import reports.latency  # noqa: F401  (scipy and numpy.fft loaded before pytester's in-process runs drop modules)
 from reports.history import history
 from reports.results import read_rows
-from suite.cli import main
 from tests.helper_targets import flipped
 from tests.inprocess import run_inprocess
 
@@ -22,7 +21,7 @@ pytest_plugins = "pytester"
 ARGS = ("--target=tests.helper_targets:WrongTarget", "--ops", "ADD,MUL", "--cases-per-op", "4")
 
 
-def test_failing_since_the_second_run_still_failing_not_new(pytester, tmp_path, capsys, monkeypatch):
+def test_failing_since_the_second_run_still_failing_not_new(pytester, tmp_path, qconform_cli, monkeypatch):
     rd = tmp_path / "nightly"
 
     def run(every, *extra):   # (the helper target reads QCONFORM_FLIP_EVERY: 0 never damages a case)
@@ -41,9 +40,9 @@ def test_failing_since_the_second_run_still_failing_not_new(pytester, tmp_path, 
     assert broken == sorted(r["case_id"] for r in read_rows(f2) if r["status"] == "fail")
     ids = [json.loads((f / "run.json").read_text())["run_id"] for f in (f1, f2, f3)]
 
-    capsys.readouterr()
-    assert main(["history", str(rd), "-o", str(tmp_path / "h")]) == 0
-    out = capsys.readouterr().out
+    p = qconform_cli("history", str(rd), "-o", str(tmp_path / "h"))   # (a process of its own: pyarrow)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
     assert out.startswith("qconform history: 4 runs in 2 case sets")
     for cid in broken:
         assert re.search(rf"^    {re.escape(cid)}:wrong  failing since {ids[1]} \(2 runs\): pass fail fail$", out, re.M), out
