@@ -61,6 +61,7 @@ from reports.results import RESULTS, read_rows, row_key, write_atomic
 from reports.runinfo import RUN_JSON
 from reports.summary import emulated
 from suite.core.errors import QconformError
+from suite.core.userfile import read_text
 from suite.core.verdict import ERRORS, Status
 
 BAD = frozenset({Status.FAIL.value} | {s.value for s in ERRORS})
@@ -133,11 +134,8 @@ def open_run(d: str | Path, what: str) -> Run:
     if not rows:
         raise QconformError(f"{RESULTS} holds no results", source=str(folder / RESULTS), field=what)
     try:
-        info = json.loads((folder / RUN_JSON).read_text())
-    except OSError as e:
-        raise QconformError(f"cannot read {RUN_JSON}: {e.strerror or e}", source=str(folder / RUN_JSON), field=what,
-                            rule="a run folder holds run.json: without it the runs' set-ups cannot be compared") from None
-    except ValueError as e:
+        info = json.loads(read_text(folder / RUN_JSON, RUN_JSON, what, "run"))
+    except (ValueError, RecursionError) as e:
         raise QconformError(f"not JSON: {e}", source=str(folder / RUN_JSON), field=what) from None
     if not isinstance(info, dict) or not isinstance(info.get("options"), dict):
         raise QconformError("no options object", source=str(folder / RUN_JSON), field="options",

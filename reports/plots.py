@@ -27,7 +27,7 @@ import numpy as np
 
 TARGET_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                  "#bcbd22", "#17becf"]
-CAUSE_COLORS = {"unexplained": "#d62728", "saturation": "#ff7f0e", "scheme": "#1f77b4", "tie": "#2ca02c"}
+CAUSE_COLORS = {"unexplained": "#d62728", "clamp": "#9467bd", "saturation": "#ff7f0e", "scheme": "#1f77b4", "tie": "#2ca02c"}
 
 IN = 72.0          # points per inch
 _EM = 0.684        # estimated width of a character, in font sizes (about DejaVu Sans; only for leaving room)

@@ -8,7 +8,12 @@ for it. Every option is in the "qconform" group of ``pytest --help``.
 
 from __future__ import annotations
 
-import signal
+from suite.harness.stop import Stop
+
+# SIGTERM/SIGINT are held from here, before the slow imports below: a signal while pytest starts
+# a run interrupts it with its run.json and reports (QconformSession), never kills it unrecorded
+_EARLY: Stop | None = Stop().install()
+
 from pathlib import Path
 
 import pytest
@@ -30,15 +35,19 @@ from suite.core.case import Case
 from suite.core.errors import QconformError
 from suite.core.verdict import Outcome, Status, Verdict
 from suite.harness import resume as resume_mod
-from suite.harness.folder import DiskError, RunFolder, new_run_id, write_whole
+from suite.harness.folder import DiskError, RunFolder, disk_error, new_run_id, write_whole
 from suite.harness.goldens import GoldenStore
+from suite.harness.groups import GROUP_TEST, GroupRows, after_their_cases, has_group_rule
 from suite.harness.hunt import Hunter, HuntOptions, findings_on
+from suite.harness.junit import add_suite_properties, suite_properties
 from suite.harness.options import DEFAULT_REPORT_ROOT
 from suite.harness.repro import TOLERANCE_COPY
 from suite.harness.run import Run
 from suite.harness.session import set_up
+from suite.harness.shard import parse_shard, shard_info
 from suite.models.harvest import harvest_model, model_feeds
-from suite.models.verdicts import write_model_reports
+from suite.models.verdicts import model_lines, write_model_reports
+from targets.device_runner import isa_flags
 from targets.remote import plan_workers
 from targets.transport import parse_device_list
 
@@ -48,7 +57,7 @@ SESSION = pytest.StashKey["QconformSession"]()
 #: the run, in place of its setup's wall time (the first test of a batch waits for the whole batch)
 SECONDS = pytest.StashKey[float]()
 _OWN_OPTIONS = ("--target", "--case-file", "--model", "--ops", "--cases-per-op", "--seed", "--report-dir",
-                "--tolerance", "--scheme", "--certify", "--device", "--resume", "--waivers", "--hunt")
+                "--tolerance", "--scheme", "--certify", "--device", "--resume", "--waivers", "--hunt", "--shard")
 _PROPERTIES = tuple((k, f"qconform.{k}") for k in ("status", "bit_exact", "max_abs_lsb", "mismatches",
                                                   "elements", "p50_us", "repro"))
 _SELECTING = ("keyword", "markexpr", "deselect", "lf", "failedfirst", "stepwise", "stepwise_skip")
@@ -97,6 +106,8 @@ def pytest_addoption(parser):
                 help="device profile (TOML) of the netrun target (qnn-net-run style tools)")
     g.addoption("--certify", action="store_true", default=False,
                 help="write certificate.md/.json: a verdict per op and target (see docs/reports.md)")
+    g.addoption("--certify-key", default=None, metavar="FILE",
+                help="sign the certificate with this key file (default: the per-user key of the golden store)")
     g.addoption("--waivers", action="append", default=[], metavar="FILE",
                 help="waiver file (qconform-waivers/1) turning known failures into 'waived' (repeatable)")
     g.addoption("--isolation", default="process", choices=["process", "none"],
@@ -108,7 +119,7 @@ def pytest_addoption(parser):
     g.addoption("--ahead", type=int, default=4, metavar="N",
                 help="batches a target's worker process is given before their tests ask, so it runs "
                      "while pytest reports (default 4; 0: each batch when its first test asks)")
-    g.addoption("--timeout", type=float, default=60.0, metavar="SECONDS",
+    g.addoption("--case-timeout", type=float, default=60.0, metavar="SECONDS",   # (--timeout: pytest-timeout's)
                 help="per-case time limit of an isolated target (default 60; scaled for batches)")
     g.addoption("--model", default=None, metavar="MODEL",
                 help="an int8 .tflite or QDQ .onnx model: its layers as cases on each target, the whole model on "
@@ -121,6 +132,9 @@ def pytest_addoption(parser):
     g.addoption("--baseline", default=None, metavar="RUN",
                 help="a run folder (or a report directory: its latest run) to compare with: the report "
                      "opens with what is new since it, then what still fails (see docs/reports.md)")
+    g.addoption("--shard", default=None, metavar="K/N",
+                help="run the K-th of N shares of the (op, target) groups (the same split on every host, balanced "
+                     "by cases); `qconform merge` makes one run of the N shards (see docs/devices.md)")
     g.addoption("--resume", default=None, metavar="RUN_DIR",
                 help="continue an interrupted run: skip the (case, target) pairs RUN_DIR/results.jsonl "
                      "records, append the rest, rebuild the summaries (see docs/reliability.md)")
@@ -129,6 +143,9 @@ def pytest_addoption(parser):
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
     """``pytest --target=X`` with no test path runs the conformance tests from any folder."""
+    if any(a == "--timeout" or a.startswith("--timeout=") for a in args) and \
+            not early_config.pluginmanager.hasplugin("timeout"):   # the option's old name
+        raise pytest.UsageError("qconform: the per-case time limit is --case-timeout (--timeout is pytest-timeout's)")
     if getattr(early_config.known_args_namespace, "file_or_dir", None):
         return
     if any(a == o or a.startswith(o + "=") for a in args for o in _OWN_OPTIONS):
@@ -154,6 +171,7 @@ def pytest_cmdline_main(config):
     return (yield)
 
 
+@pytest.hookimpl(optionalhook=True)   # (pytest-xdist's hook: a run without it, -p no:xdist, still starts)
 def pytest_xdist_auto_num_workers(config):
     """``-n auto`` with several --device values: one worker per device."""
     try:
@@ -164,12 +182,24 @@ def pytest_xdist_auto_num_workers(config):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "qconform: a conformance case of the qconform suite")
-    if not _is_conformance_run(config):
-        return
+    global _EARLY
+    early, _EARLY = _EARLY, None
+    controller = getattr(config, "workerinput", None) is None
+    if not _is_conformance_run(config) or not controller:
+        if early is not None:
+            early.release()
+        if not _is_conformance_run(config):
+            return
+    # SIGTERM/SIGINT from here on end the run as interrupted, however many come (suite/harness/stop.py)
+    stop = (early or Stop().install()) if controller else None
     try:
-        session = QconformSession(config)
-    except QconformError as e:
-        raise pytest.UsageError(str(e)) from None
+        session = QconformSession(config, stop)
+    except BaseException as e:
+        if stop is not None:
+            stop.restore()
+        if isinstance(e, QconformError):
+            raise pytest.UsageError(str(e)) from None
+        raise
     config.stash[SESSION] = session
     config.pluginmanager.register(session, "qconform-session")
 
@@ -177,7 +207,8 @@ def pytest_configure(config):
 def _is_conformance_run(config) -> bool:
     """Whether this pytest invocation collects the conformance tests (suite/)."""
     o = config.option
-    if o.target or o.case_file or o.model or o.ops or o.cases_per_op is not None or o.device or o.resume or o.hunt:
+    if (o.target or o.case_file or o.model or o.ops or o.cases_per_op is not None or o.device or o.resume or o.hunt
+            or o.shard):
         return True
     for a in config.args:
         p = Path(str(a).split("::")[0]).resolve()
@@ -202,6 +233,7 @@ def qc_verdict(request, qc_case) -> Verdict:
         (name, v.row[k]) for k, name in _PROPERTIES if v.row.get(k) is not None)
     if v.seconds is not None:
         request.node.stash[SECONDS] = v.seconds
+    session.group_rows.add(v.row)   # its (op, target)'s test_group judges the group from them
     if v.outcome is Outcome.ERROR:
         raise QcTargetError(v.message)
     return v
@@ -210,8 +242,8 @@ def qc_verdict(request, qc_case) -> Verdict:
 class QconformSession:
     """One conformance run as pytest sees it: the run, its folder and its cases."""
 
-    def __init__(self, config):
-        self.config = config
+    def __init__(self, config, stop: Stop | None = None):
+        self.config, self.stop = config, stop
         o = config.option
         self.worker_input = getattr(config, "workerinput", None)
         self.controller = self.worker_input is None
@@ -225,6 +257,11 @@ class QconformSession:
         policy, waivers, policy_text = s.policy, s.waivers, s.policy_text
         # resolved before this run's folder exists: a `latest` given as the baseline must not become this run
         self.baseline = run_folder(o.baseline, "--baseline") if o.baseline and self.controller else None
+        if self.resumed is not None and not o.shard:   # ---- --shard (a resumed shard stays that shard)
+            o.shard = (self.resumed.options.get("shard") or {}).get("text")
+        self.shard, self.shard_groups, self.shard_doc = parse_shard(o.shard), None, None
+        if self.shard is not None:
+            self.shard_groups, self.shard_doc = shard_info(self.shard, self._group_sizes())
         if self.controller:
             self.run_id = self.resumed.run_id if self.resumed else new_run_id()
             self.folder = (RunFolder.resume(self.resumed.dir) if self.resumed
@@ -236,6 +273,9 @@ class QconformSession:
             self.run_id = self.worker_input["qconform_run_id"]
             self.folder = RunFolder.join(self.worker_input["qconform_dir"])
         self.run: Run | None = None
+        self.group_rows = GroupRows()   # ---- group verdicts as tests (suite/harness/groups.py)
+        if self.resumed is not None:
+            self.group_rows.preload(self.folder.path, self.run_id, self.resumed.offset)
         try:
             if not self.distributed and not _runs_no_tests(o):
                 store = GoldenStore(Path(self.opts.golden_cache)) if self.opts.golden_cache else None
@@ -252,9 +292,7 @@ class QconformSession:
         self.interrupted = False
         self.report = None
         self.hunters: dict = {}   # target -> its Hunter (--hunt), one worker process each
-        self._sigterm = None
-        if self.controller:   # SIGTERM (what CI sends) ends the run as Ctrl-C does: reports written
-            self._sigterm = signal.signal(signal.SIGTERM, _raise_interrupt)
+        self.planned: int | None = None   # rows this run is to write (its pairs x devices), once collected
 
     def versions(self, name: str) -> dict[str, str]:
         if self.run is not None:
@@ -276,9 +314,10 @@ class QconformSession:
                        "workers": getattr(self.config.option, "numprocesses", None), "filtered": self.filtered,
                        "tolerance_digest": self.tolerance_digest,
                        "tolerance_copy": str(self.folder.path / TOLERANCE_COPY),
-                       "model": self.config.option.model}
+                       "model": self.config.option.model, "shard": self.shard_doc}
             self._doc = run_info(run_id=self.run_id, options=options, targets=targets, unavailable=self.unavailable,
-                                 started=self.started, command=[str(a) for a in self.config.invocation_params.args])
+                                 started=self.started, command=[str(a) for a in self.config.invocation_params.args],
+                                 isa=isa_flags())
             doc = self._doc
         else:   # (git and host facts as at the start)
             cost = {k: round(float(v), 3) for k, v in (self.run.stats if self.run is not None else {}).items()}
@@ -307,6 +346,10 @@ class QconformSession:
                              f"{self.versions(n)}")
         if not self.targets:
             lines.append("  no target is available: see `qconform targets`")
+        if self.shard_doc is not None:
+            d = self.shard_doc
+            lines.append(f"  shard {d['text']}: {len(d['groups'])} of {d['groups_total']} (op, target) groups, "
+                         f"{d['cases']} of {d['cases_total']} cases")
         return lines
 
     def _cases(self) -> list[Case]:
@@ -325,11 +368,33 @@ class QconformSession:
         nodes = []
         for op in dict.fromkeys(c.op for c in self._cases()):
             for t in self.targets:
+                if self.shard_groups is not None and (op, t) not in self.shard_groups:
+                    continue   # another shard's group
                 name = f"{op}:{t}"   # the class is looked up on the module by its node's name
                 extra = {"test_hunt": _test_hunt} if self.config.option.hunt else {}
+                if self._has_group_rule(op, t):
+                    extra[GROUP_TEST] = _test_group
                 setattr(collector.obj, name, type(name, (obj,), {"op": op, "target": t, "__qconform__": False, **extra}))
                 nodes.append(pytest.Class.from_parent(collector, name=name))
         return nodes
+
+    def _group_sizes(self) -> dict[tuple[str, str], int]:
+        """(op, target) -> its cases: what --shard splits."""
+        per_op: dict[str, int] = {}
+        for c in self._cases():
+            per_op[c.op] = per_op.get(c.op, 0) + 1
+        return {(op, t): n for op, n in per_op.items() for t in self.targets}
+
+    def _has_group_rule(self, op: str, target: str) -> bool:
+        dtypes = {c.outputs[0].dtype for c in self._cases() if c.op == op and c.outputs}
+        return has_group_rule(op, target, dtypes, self.policy, getattr(self.targets[target], "expected_scheme", None))
+
+    def judge_group(self, op: str, target: str) -> tuple[int, int, list[dict]]:
+        """(cases judged, cases of the op, failures) of (op, target) as a whole."""
+        t = self.targets[target]
+        judged, failures = self.group_rows.judge(op, target, self.policy, self.versions(target),
+                                                 getattr(t, "expected_scheme", None))
+        return judged, sum(1 for c in self._cases() if c.op == op), failures
 
     def pytest_generate_tests(self, metafunc):
         if "qc_case" not in metafunc.fixturenames:
@@ -340,12 +405,12 @@ class QconformSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items):
+        after_their_cases(items)
         items.sort(key=lambda item: item.name == "test_hunt")   # the hunts after every case (a stable sort)
         if self.resumed is None:
             return
         done = resume_mod.recorded(self.folder.path, self.run_id, self.resumed.offset)
-        need = len(parse_device_list(config.option.device)) if config.option.device and \
-            config.option.device_dist == "each" else 1
+        need = self._rows_per_pair()
         keep, drop = [], []
         for item in items:
             pair = _pair(item)
@@ -355,9 +420,23 @@ class QconformSession:
             items[:] = keep
         self.resumed.skipped = len(drop)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session):
+        if self.stop is not None:   # a signal during the set-up stops the run here, as interrupted
+            self.stop.raise_pending()
+
     def pytest_collection_finish(self, session):
+        pairs = [p for p in map(_pair, session.items) if p]
+        if self.controller and not self.distributed:   # what a complete run writes: run.json says it from now
+            self.planned = (len(pairs) + (self.resumed.skipped if self.resumed else 0)) * self._rows_per_pair()
+            self._doc["planned"] = self.planned
+            write_run_info(self.folder.path, self._doc)
         if self.run is not None:   # (an xdist worker runs only the groups it is given: each when asked)
-            self.run.plan((p for p in map(_pair, session.items) if p), lazy=not self.controller)
+            self.run.plan(pairs, lazy=not self.controller)
+
+    def _rows_per_pair(self) -> int:
+        o = self.config.option
+        return len(parse_device_list(o.device)) if o.device and o.device_dist == "each" else 1
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -381,7 +460,7 @@ class QconformSession:
 
     def hunt(self, op: str, target: str):
         """qconform hunt of (op, target) for --hunt seconds, judged as this run judges (scheme, its
-        copy of the tolerance policy, --timeout, --seed); its cases go to <run folder>/hunt/."""
+        copy of the tolerance policy, --case-timeout, --seed); its cases go to <run folder>/hunt/."""
         if target not in self.hunters:
             o = self.opts
             opts = HuntOptions(seed=o.seed, budget=self.config.option.hunt, timeout=o.timeout, scheme=o.scheme,
@@ -398,14 +477,13 @@ class QconformSession:
         self.hunters = {}
 
     def pytest_sessionfinish(self, session, exitstatus):
-        if self._sigterm is not None:   # the report is written whole, even if SIGTERM comes again
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if self.stop is not None:   # from here a signal is counted, never raised: the reports are written whole
+            self.stop.armed = False
         self._close_hunters()
         if self.run is not None:
             self.run.close()
         if not self.controller:
             return
-        self.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         if self.resumed is not None:   # the exit status of the whole run, recorded rows included
             bad = any(Status(r.get("status", "error")).is_bad and not r.get("finding")
                       for r in iter_rows(self.folder.path) if r.get("run_id") == self.run_id)
@@ -413,27 +491,45 @@ class QconformSession:
                 session.exitstatus = 1
             elif not bad and session.exitstatus == 5:
                 session.exitstatus = 0
-        complete = (exitstatus in (0, 1, 5) and not self.interrupted and not session.shouldstop
-                    and not session.shouldfail)
         try:
             if self.graph is not None:   # layers.csv, models.csv: before the page, which shows them
-                write_model_reports(self.folder.path, self.graph, self.model_feeds, self.targets, self.policy,
-                                    self.opts.scheme, {n: self.versions(n) for n in self.targets},
-                                    timeout=10 * self.opts.timeout)
-            doc = self._write_run_info(finished=now(), exit_status=int(session.exitstatus),
-                                       interrupted=self.interrupted)
-            self.report = write_reports(self.folder.path, policy=self.policy,
-                                        parquet_in_child=True,
-                                        waivers=self.run.waivers if self.run else None,
-                                        certify=self.opts.certify, run_info=doc, baseline=self.baseline)
+                self.model_lines = model_lines(write_model_reports(
+                    self.folder.path, self.graph, self.model_feeds, self.targets, self.policy, self.opts.scheme,
+                    {n: self.versions(n) for n in self.targets}, timeout=10 * self.opts.timeout))
+                if session.exitstatus == 0 and any(bad for _, bad in self.model_lines):   # (#24) like a group's
+                    session.exitstatus = 1
+            while True:   # a signal while the reports are written: written again, as interrupted
+                signals = self.stop.count if self.stop is not None else 0
+                self.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or signals > 0
+                if self.interrupted:
+                    session.exitstatus = pytest.ExitCode.INTERRUPTED
+                doc = self._doc = self._write_run_info(finished=now(), exit_status=int(session.exitstatus),
+                                           interrupted=self.interrupted, planned=self.planned)
+                self.report = write_reports(self.folder.path, policy=self.policy,
+                                            parquet_in_child=True,
+                                            waivers=self.run.waivers if self.run else None,
+                                            certify=self.opts.certify, run_info=doc,
+                                            baseline=self.baseline,
+                                            certify_cases=([[c.id, c.sha256()] for c in self._cases()]
+                                                           if self.opts.certify and self.graph is None else None),
+                                            certify_key=self.config.getoption("certify_key"))
+                if self.interrupted or self.stop is None or self.stop.count == signals:
+                    break
             # an (op, target) failing as a whole (its bias, its declared scheme) fails the run; judged
             # from results.jsonl, so a resumed or xdist run gets the verdict of an uninterrupted one
             if session.exitstatus == 0 and any(not g["finding"] for g in self.report.groups):
                 session.exitstatus = 1
+            if session.exitstatus == 0 and self.report.missing:   # a planned case without a row is no pass
+                session.exitstatus = pytest.ExitCode.INTERRUPTED
+            complete = (session.exitstatus in (0, 1, 5) and not self.interrupted and not self.report.missing
+                        and not session.shouldstop and not session.shouldfail)
             if complete and not self.filtered:
                 self.folder.mark_latest()
         except QconformError as e:
             self.report_error = str(e)
+        except OSError as e:   # run.json cannot be written (full disk, read-only): one line naming it
+            self.report_error = str(disk_error(Path(e.filename or self.folder.path), e))
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         finally:
             self.folder.close()
 
@@ -460,19 +556,34 @@ class QconformSession:
                 tr.write_line("every (op, target): summary.md in the run folder, or -v")
         for line, markup in terminal_lines(rep):
             tr.write_line(line, **markup)
+        models_bad = 0
+        for line, bad in getattr(self, "model_lines", []):   # --model: one line per (model, target) (#24)
+            tr.write_line(line, red=bad, yellow=not bad)
+            models_bad += bad
         if self.run is not None and self.run.goldens.store is not None:
             for p in self.run.goldens.store.problems:
                 tr.write_line(f"qconform: golden cache: {p}", yellow=True)
         tr.write_line(f"run folder: {self.folder.path}" + (" (interrupted)" if self.interrupted else ""))
+        short = (f" ({rep.missing} of {self.planned} planned results have no row)" if rep.missing else "")
         if rep.summary:   # the last qconform line: the verdict, new failures apart from known ones
             t = totals(rep.summary)
-            tr.write_line(f"qconform: {verdict_line(t)}" + (" (interrupted: the results so far)" if self.interrupted
-                                                             else ""), red=bool(t["new"] or t["groups_new"]),
-                          green=not (t["new"] or t["groups_new"]), bold=True)
+            bad = bool(t["new"] or t["groups_new"] or models_bad)
+            tr.write_line(f"qconform: {verdict_line(t)}" + (f"; {models_bad} (model, target) failing as a whole"
+                                                             if models_bad else "")
+                          + (" (interrupted: the results so far)" if self.interrupted else "") + short,
+                          red=bad or bool(short), green=not (bad or short), bold=True)
+        elif self.interrupted or short:
+            tr.write_line(f"qconform: INCOMPLETE: no case was judged{short}", red=True, bold=True)
 
     def pytest_unconfigure(self, config):
-        if self._sigterm is not None:
-            signal.signal(signal.SIGTERM, self._sigterm)
+        if self.stop is not None:
+            self.stop.restore()
+        xml = getattr(config.option, "xmlpath", None)   # ---- --junitxml: the run's properties (suite/harness/junit.py)
+        if self.controller and xml and Path(xml).is_file() and getattr(self, "_doc", None):
+            try:
+                add_suite_properties(xml, suite_properties(self._doc))
+            except (OSError, ValueError, SyntaxError) as e:   # (ET.ParseError is a SyntaxError)
+                print(f"qconform: could not add the run's properties to {xml}: {e}")
         self._close_hunters()
         if self.run is not None:   # no session end (--markers, a plugin's sessionstart raised)
             self.run.close()
@@ -488,14 +599,23 @@ def _test_hunt(self, request):
         pytest.xfail(f"known findings only: {res.summary()}")
 
 
+def _test_group(self, request):
+    """<OP>:<target>::test_group: the (op, target) judged whole (bias, declared scheme; what the
+    certificate's op_failures and the run's exit status say), after its cases."""
+    judged, total, failures = request.config.stash[SESSION].judge_group(self.op, self.target)
+    new = [f["text"] for f in failures if not f["finding"]]
+    if new:
+        pytest.fail(f"{self.op} on {self.target} as a whole: " + "; ".join(new), pytrace=False)
+    if judged < total:   # a subset that shows no bias shows nothing: not a pass
+        pytest.skip(f"not judged: {judged} of the {total} cases of {self.op} on {self.target} ran")
+    if failures:
+        pytest.xfail("; ".join(f"{f['text']} [known finding {f['finding']}]" for f in failures))
+
+
 def _pair(item) -> tuple[Case, str] | None:
     cs = getattr(item, "callspec", None)
     case = cs.params.get("qc_case") if cs is not None else None
     return (case, item.cls.target) if case is not None else None
-
-
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt("SIGTERM")
 
 
 def _harvest(o):
