@@ -58,6 +58,7 @@ def test_failing_since_the_second_run_still_failing_not_new(pytester, tmp_path, 
     assert all(cid in still for cid in broken)
     assert 'id="since-new"' not in since or not any(cid in since.split('id="since-new"')[1].split('id="since-still"')[0]
                                                    for cid in broken)
+    assert '<h2 id="new-section">Failures no known finding explains (new and still failing)</h2>' in page
     hist = page.split('id="history-section"')[1]
     assert all(f"<td>{cid}</td><td>wrong</td><td>{ids[1]}</td><td>2</td>" in hist for cid in broken)
     # the first run has no history before it; a run without --baseline says there is none
