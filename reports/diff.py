@@ -503,9 +503,11 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
         if kinds:
             d.groups.append({**entry, "what": kinds})
     bv, nv = read_group_verdicts(rb.folder), read_group_verdicts(rn.folder)
-    if bv is None or nv is None:
-        d.notes.append(f"no summary.csv in the {'baseline' if bv is None else 'run'}: its group verdicts (bias, declared "
-                       "scheme) are unknown" + ("; the run's failing ones count as new" if bv is None else ""))
+    if nv is None:   # no "no regression" while a verdict of the run is unknown
+        raise QconformError("no summary.csv: the run's group verdicts (bias, declared scheme) are unknown",
+                            source=str(rn.folder), field="RUN_DIR", rule="`qconform report RUN_DIR` writes it")
+    if bv is None:
+        d.notes.append("no summary.csv in the baseline: its group verdicts are unknown; the run's failing ones count as new")
     d.verdicts = compare_verdicts(bv, nv, {(k[0], k[1]) for k in pairs})
     if other_facts:
         t, dev = sorted(other_facts)[0]

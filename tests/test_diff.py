@@ -295,6 +295,11 @@ def test_diff_bad_input(tmp_path, diff):
     (base / "run.json").unlink()
     code, _, err = diff(str(base), str(run))
     assert code == 2 and "run.json" in err and "BASELINE_DIR" in err
+    # a run without summary.csv: its group verdicts are unknown, so no verdict at all
+    base = _write(tmp_path / "c", [_row("ADD-x-000")])
+    (run / "summary.csv").unlink()
+    code, out, err = diff(str(base), str(run))
+    assert code == 2 and "summary.csv" in err and "RUN_DIR" in err and "NO REGRESSION" not in out
 
 
 def test_latency_test_effect_and_minimum(tmp_path, diff):
