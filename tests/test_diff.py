@@ -377,3 +377,15 @@ def test_new_group_verdict_bias_heads_the_diff(pytester, diff, tmp_path, monkeyp
     assert code == 0 and "fixed group verdicts (2):\n  bias on ADD/mykernel" in out, out
     code, out, _ = diff(str(folders["bad"]), str(folders["bad2"]))
     assert code == 0 and "still-failing group verdicts (2):" in out and "new group verdict" not in out, out
+
+
+def test_group_verdicts_compare_certificates_only_when_both_runs_certified(tmp_path):
+    from reports.groups import compare, read_group_verdicts
+    cert = {"ops": [{"op": "ADD", "target": "t", "spec": "litert-int8", "verdict": "non-conformant", "op_failures": []}]}
+    a, b = _write(tmp_path / "a", [_row("ADD-x-000")]), _write(tmp_path / "b", [_row("ADD-x-000")])
+    (b / "certificate.json").write_text(json.dumps(cert))
+    got = compare(read_group_verdicts(a), read_group_verdicts(b), {("ADD", "t")})
+    assert got == {"new": [], "fixed": [], "still": [], "known": []}   # a certificate in the run only
+    (a / "certificate.json").write_text(json.dumps({"ops": []}))
+    got = compare(read_group_verdicts(a), read_group_verdicts(b), {("ADD", "t")})
+    assert [v["label"] for v in got["new"]] == ["certification litert-int8 on ADD/t"]
