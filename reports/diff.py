@@ -29,8 +29,8 @@ finding explains now and did not before is listed as a new known finding.
 Per (op, target), over the cases both runs compared: a bit-exact % drop and a max |error|
 growth. Latency (reports/latency.py): the per-case p50s of the cases timed in both runs, a
 one-sided Mann-Whitney U test (scipy) with p < 0.05, AND the median moved by more than 20 % AND
-by more than 5 us; only between runs on the same device facts (this host's machine, CPU model
-and count; a device's own facts from run.json), never on an emulated device (QEMU's time).
+by more than 5 us; only between runs on the same device facts (this host's machine, CPU model,
+count and ISA extensions; a device's own facts from run.json), never on an emulated device (QEMU's time).
 Latency changes are listed, slower and faster; they gate only with ``latency_gate``
 (``--latency-gate``): a run timed beside another job is slower without any regression.
 Improvements are listed too but never gate.
@@ -284,7 +284,7 @@ def setup_differences(b: Run, n: Run, base: dict[tuple, dict], new: dict[tuple, 
 
 
 #: what decides a latency besides the kernel: the host's (local targets) or the device's own facts
-_HOST_FACTS = ("machine", "cpu_model", "cpu_count")
+_HOST_FACTS = ("machine", "cpu_model", "cpu_count", "isa")
 _TIMING_FACTS = ("machine", "cpus", "soc", "soc_family", "model", "emulated", "emulated_cpu")
 
 
