@@ -225,7 +225,8 @@ def test_pytest_hunt_is_a_test_per_op_and_target_after_the_cases(pytester):
                              "--isolation=none", "-v")
     out = proc.stdout
     lines = [ln for ln in out.splitlines() if ln.startswith("::")]
-    assert "ADD:corner-bug::test_hunt FAILED" in lines[-1] and all("test_case" in ln for ln in lines[:-1]), out
+    assert "ADD:corner-bug::test_hunt FAILED" in lines[-1], out   # after the cases and the group's test
+    assert all("::test_case[" in ln or "::test_group " in ln for ln in lines[:-1]), out
     assert proc.returncode == 1
     files = sorted((rd / "hunt" / "corner-bug").glob("ADD-hunt-*.json"))
     assert files
@@ -456,7 +457,7 @@ class NanGarbage(GoldenTarget):
 
 
 def test_a_nan_input_is_unspecified_and_not_judged():
-    _, res = _hunt(NanGarbage(), "QUANTIZE", max_examples=150, isolation="none")
+    _, res = _hunt(NanGarbage(), "QUANTIZE", max_examples=50, isolation="none")
     assert res.counts.get("unspecified", 0) > 0 and not res.groups, res.summary()
 
 
@@ -471,3 +472,20 @@ def test_litert_ref_quantize_beyond_int32_is_int32_min_where_the_spec_saturates(
     assert np.asarray(xnn.outputs[0]).ravel().tolist() == [got]
     assert np.asarray(ref.outputs[0]).ravel().tolist() == [-1 - got]   # the other end of int8
     assert match("QUANTIZE", "tflite-ref", "hunt", "fail", params(case)).id == "litert-ref-quantize-float-beyond-int32"
+
+
+def test_a_nan_input_is_unspecified_in_a_run_too():
+    """The run's judge as the hunt's: a NaN input's outputs are not judged (unsupported, reason
+    "unspecified"), a crash on it still is one."""
+    from suite.core.tolerance import load_policy
+    from suite.core.waivers import Waivers
+    from suite.harness.judge import Goldens, Judge
+    from targets.base import Outcome
+    case = load_case(DATA / "quantize-float-beyond-int32-pos.json")
+    case.inputs[0].data = np.array([[np.nan]], np.float32)
+    judge = Judge(scheme="tflite-ref-double", policy=load_policy(None), waivers=Waivers(), goldens=Goldens(),
+                  run_id="t", seed=0)
+    v, failure = judge(case, "tflite-ref", Outcome.ok([np.array([[5]], np.int8)]), {})
+    assert v.status.value == "unsupported" and v.reason.startswith("unspecified: input 0 has NaN") and failure is None
+    v, _ = judge(case, "tflite-ref", Outcome.error("killed by SIGSEGV", status="crash"), {})
+    assert v.status.value == "crash"

@@ -59,7 +59,7 @@ from targets.base import Timing
 
 from .folder import safe_name, write_whole
 from .isolation import executor_for
-from .judge import Goldens, Judge, symptom
+from .judge import Goldens, Judge, symptom, unspecified
 from .repro import JUDGED, digest_of, judged_section
 from .shrink import Judgement, elements, shrink
 
@@ -168,17 +168,6 @@ def _seed(*keys) -> int:
 
 
 ROUNDING = ("tie", "scheme", "1 LSB")
-
-
-def unspecified(case: Case) -> str | None:
-    """Why the spec gives no output for ``case`` (a NaN in a float32 input: neither LiteRT's nor
-    ONNX's quantization says what NaN becomes), or None. Such a case runs, and only a crash or a
-    hang of the target is recorded: its outputs are not judged. (+-inf, subnormals and -0.0 are
-    specified: the quotient rounds and saturates.)"""
-    for i, t in enumerate(case.inputs):
-        if t.dtype == "float32" and t.data is not None and np.isnan(np.asarray(t.data, np.float32)).any():
-            return f"input {i} has NaN: the spec says nothing of its result"
-    return None
 
 
 def failure_region(case: Case, row: dict, status: str) -> dict:

@@ -103,7 +103,10 @@ class Judge:
         target error, the failure file's document (the case with got and want)."""
         v = Verdict(Status.ERROR, case.id, case.op, target, reason=o.reason)
         cmp = tol = want = None
-        if o.status == "ok":
+        why_open = unspecified(case) if o.status == "ok" else None
+        if why_open:   # the spec gives no output to compare with: the case is not judged (a crash still is)
+            v.status, v.reason = Status.UNSUPPORTED, f"unspecified: {why_open}; its outputs are not judged"
+        elif o.status == "ok":
             try:
                 want = self.goldens.get(case, self.scheme)
             except Exception as e:
@@ -199,6 +202,17 @@ class Judge:
             if k not in row and isinstance(val, (str, int, float, bool)):
                 row[k] = val
         return row
+
+
+def unspecified(case: Case) -> str | None:
+    """Why the spec gives no output for ``case`` (a NaN in a float32 input: neither LiteRT's nor
+    ONNX's quantization says what NaN becomes), or None. Such a case runs; only a crash or a hang
+    is a verdict, its outputs are not judged (+-inf, subnormals and -0.0 are specified: the
+    quotient rounds and saturates)."""
+    for i, t in enumerate(case.inputs):
+        if t.dtype == "float32" and t.data is not None and np.isnan(np.asarray(t.data, np.float32)).any():
+            return f"input {i} has NaN: the spec says nothing of its result"
+    return None
 
 
 def symptom(row: dict, status: str) -> str:
