@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.core.errors import QconformError
+from suite.core.userfile import read_bytes
 
 SUMMARY_CSV = "summary.csv"
 CERT_JSON = "certificate.json"
@@ -36,15 +37,10 @@ def _read(path: Path, what: str) -> str | None:
     """The text of ``path``; None if there is none. Refuses what is not a regular file or is too large."""
     if not path.exists() and not path.is_symlink():
         return None
-    if not path.is_file():
-        raise QconformError("not a regular file", source=str(path), field=what)
-    size = path.stat().st_size
-    if size > MAX_BYTES:
-        raise QconformError(f"{size} bytes", source=str(path), field=what, rule=f"at most {MAX_BYTES} bytes")
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise QconformError(f"cannot read: {e}", source=str(path), field=what) from None
+        return read_bytes(path, what, what, limit=MAX_BYTES).decode("utf-8")
+    except UnicodeDecodeError:
+        raise QconformError("not UTF-8 text", source=str(path), field=what) from None
 
 
 def _kind(text: str) -> tuple[str, str]:
