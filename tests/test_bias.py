@@ -95,7 +95,7 @@ def _tallies(pos: int, neg: int, elements: int = 10000, dtype: str = "int8", exa
 
 
 def test_default_policy_judges_bias(monkeypatch):
-    monkeypatch.setattr(causes, "match", lambda *a: None)
+    monkeypatch.setattr(causes, "match", lambda *a, **kw: None)
     pol = load_policy()
     cols, fails = judge_group("ADD", "k", *_tallies(21, 0), pol)
     assert cols["bias"] == "+" and [f["kind"] for f in fails] == ["bias"]
@@ -110,7 +110,7 @@ def test_default_policy_judges_bias(monkeypatch):
 def test_a_bias_finding_explains_its_own_sign_only(monkeypatch):
     from suite.core.findings import Finding
     f = Finding("known-low", ("ADD",), ("k",), "why", status=("bias-",))
-    monkeypatch.setattr(causes, "match", lambda op, t, v, status: f if f.matches(op, t, v, status) else None)
+    monkeypatch.setattr(causes, "match", lambda op, t, v, status, **kw: f if f.matches(op, t, v, status) else None)
     pol = load_policy()
     cols, fails = judge_group("ADD", "k", *_tallies(0, 300), pol)
     assert fails[0]["finding"] == "known-low" and cols["group_failure"] is None and "known-low" in cols["group_known"]
@@ -119,7 +119,7 @@ def test_a_bias_finding_explains_its_own_sign_only(monkeypatch):
 
 
 def test_declared_scheme_gap(monkeypatch):
-    monkeypatch.setattr(causes, "match", lambda *a: None)
+    monkeypatch.setattr(causes, "match", lambda *a, **kw: None)
     n = 10000
     for gap, flagged in ((causes.SCHEME_GAP_MIN - 1, False), (causes.SCHEME_GAP_MIN, True)):
         b, s = _tallies(0, 0, n, exact={"tflite-ref-double": n - gap, "xnnpack-fp32": n})
@@ -244,7 +244,7 @@ def test_group_items_follow_their_cases_and_only_where_a_rule_judges():
 def test_a_known_bias_is_the_group_tests_xfail(run, monkeypatch):
     from suite.core.findings import Finding
     f = Finding("known-half-up", ("ADD",), ("half-up",), "ties up", status=("bias+",))
-    monkeypatch.setattr(causes, "match", lambda op, t, v, status: f if f.matches(op, t, v, status) else None)
+    monkeypatch.setattr(causes, "match", lambda op, t, v, status, **kw: f if f.matches(op, t, v, status) else None)
     proc, _ = run(HALF_UP, *ADD30, "-rx")
     assert proc.returncode == 0, proc.stdout[-3000:]
     proc.result.assert_outcomes(passed=36, xfailed=1)
