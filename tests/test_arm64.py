@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from reports.build import write_reports
 from reports.crossdevice import CrossDevice, delta
 from reports.diff import diff_runs
 from reports.summary import Summary
@@ -173,6 +174,7 @@ def _saved_run(folder: Path, rows: list[dict], versions: dict) -> Path:
         "seed": 0, "cases_per_op": 2, "scheme": "s", "tolerance_digest": "t" * 64},
         "targets": {"tflite": {"versions": versions}}}
     (folder / "run.json").write_text(json.dumps(info))
+    write_reports(folder)   # summary.csv: the diff reads the run's group verdicts from it
     return folder
 
 
@@ -187,7 +189,9 @@ def test_diff_of_two_saved_runs_on_two_devices(tmp_path):
     # the same releases: the device's facts are the "devices" difference, not a version one
     assert diff_runs(host, board).refused == "devices differs"
     older = _saved_run(tmp_path / "older", board_rows, {**BOARD_VERSIONS, "litert": "ai-edge-litert 2.2.0"})
-    assert diff_runs(host, older, allow_different=("devices",)).refused == "versions differs"
+    upgrade = diff_runs(host, older, allow_different=("devices",))   # another release: compared, named
+    assert not upgrade.refused and upgrade.compared == 2
+    assert any(n.startswith("runtime upgrade: ") and "2.2.0 -> " in n for n in upgrade.notes), upgrade.notes
     d = diff_runs(host, board, allow_different=("devices",))
     assert d.compared == 2 and not d.refused
     (t,) = d.cross
