@@ -191,7 +191,7 @@ def test_diff_of_two_saved_runs_on_two_devices(tmp_path):
     older = _saved_run(tmp_path / "older", board_rows, {**BOARD_VERSIONS, "litert": "ai-edge-litert 2.2.0"})
     upgrade = diff_runs(host, older, allow_different=("devices",))   # another release: compared, named
     assert not upgrade.refused and upgrade.compared == 2
-    assert any(n.startswith("runtime upgrade: ") and "2.2.0 -> " in n for n in upgrade.notes), upgrade.notes
+    assert any(n.startswith("runtime upgrade: ") and n.endswith("-> 2.2.0") for n in upgrade.notes), upgrade.notes
     d = diff_runs(host, board, allow_different=("devices",))
     assert d.compared == 2 and not d.refused
     (t,) = d.cross
