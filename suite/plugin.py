@@ -427,14 +427,14 @@ class QconformSession:
             self.run.close()
         if not self.controller:
             return
-        if self.resumed is not None:   # the exit status of the whole run, recorded rows included
-            bad = any(Status(r.get("status", "error")).is_bad and not r.get("finding")
-                      for r in iter_rows(self.folder.path) if r.get("run_id") == self.run_id)
-            if bad and session.exitstatus in (0, 5):
-                session.exitstatus = 1
-            elif not bad and session.exitstatus == 5:
-                session.exitstatus = 0
         try:
+            if self.resumed is not None:   # the exit status of the whole run, recorded rows included
+                bad = any(Status(r["status"]).is_bad and not r.get("finding")
+                          for r in iter_rows(self.folder.path) if r.get("run_id") == self.run_id)
+                if bad and session.exitstatus in (0, 5):
+                    session.exitstatus = 1
+                elif not bad and session.exitstatus == 5:
+                    session.exitstatus = 0
             if self.graph is not None:   # layers.csv, models.csv: before the page, which shows them
                 write_model_reports(self.folder.path, self.graph, self.model_feeds, self.targets, self.policy,
                                     self.opts.scheme, {n: self.versions(n) for n in self.targets},

@@ -49,6 +49,8 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "noisy": ("pass", ""),                  # prints to fd 1 and 2, then the right answer
     "off": ("fail", "LSB"),                 # a numeric mismatch: fail, not error
     "unsupported": ("unsupported", "cannot do this one"),
+    "pipe": ("error", "unreadable reply"),  # garbage written into the worker's pipe to the suite
+    "badtext": ("error", "kernel said"),    # an error text with undecodable and control characters
 }
 
 DEFAULT_PLAN = {
@@ -65,6 +67,19 @@ def plan() -> dict[str, str]:
 def _golden(case):
     from reference import golden
     return [np.array(o) for o in golden(case)]
+
+
+def _write_protocol_pipes(data: bytes) -> None:
+    """Write ``data`` into every pipe this process holds open for writing: in the isolation
+    worker, its reply pipe to the suite (as a kernel scribbling on a stray descriptor would)."""
+    import fcntl
+    import stat
+    for fd in range(3, 64):
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:
+                os.write(fd, data)
+        except OSError:
+            pass
 
 
 def misbehave(kind: str, case):
@@ -89,6 +104,10 @@ def misbehave(kind: str, case):
             pass
     elif kind == "raise":
         raise RuntimeError("kernel exploded")
+    elif kind == "badtext":   # (a lone surrogate: bytes decoded with surrogateescape)
+        raise RuntimeError(b"kernel said \xff\xfe \x1b[31mred\x00 | *bold* <b>x</b>".decode("utf-8", "surrogateescape"))
+    elif kind == "pipe":
+        _write_protocol_pipes(b"garbage!" * 4)
     elif kind == "unsupported":
         raise Unsupported("this kernel cannot do this one")
     outs = _golden(case)

@@ -43,8 +43,8 @@ def register(sub):
 
 
 def run(args) -> int:
-    if args.latency_threshold < 0:
-        raise QconformError(f"must be >= 0 (got {args.latency_threshold})", field="--latency-threshold")
+    if not 0 <= args.latency_threshold < float("inf"):   # (NaN compares false: it would pass every latency)
+        raise QconformError(f"must be a finite number >= 0 (got {args.latency_threshold})", field="--latency-threshold")
     d = diff_runs(args.baseline, args.run_dir, args.latency_threshold, args.allow_missing, args.allow_different)
     out = Path(args.output_dir or d.run_folder)
     out.mkdir(parents=True, exist_ok=True)

@@ -144,6 +144,8 @@ class Worker:
         while True:
             if len(self._buf) >= head:
                 (n,) = protocol._HEAD.unpack_from(self._buf)
+                if n > protocol.MAX_FRAME:   # garbage in the pipe, not a frame's length
+                    return ("bad", f"a frame of {n} bytes")
                 if len(self._buf) >= head + n:
                     body = bytes(self._buf[head:head + n])
                     del self._buf[:head + n]
@@ -294,7 +296,7 @@ class Isolated:
         deadline = time.monotonic() + START_TIMEOUT   # until it says it started this batch
         while True:
             ev = w.recv(deadline)
-            if isinstance(ev, tuple) and ev[0] == "start":
+            if isinstance(ev, tuple) and len(ev) == 2 and ev[0] == "start" and isinstance(ev[1], (int, float)):
                 deadline = float(ev[1]) + self.timeout * len(cases)
                 continue
             break
@@ -308,15 +310,14 @@ class Isolated:
         self._sent.popleft()
         self._todo.extendleft(reversed(self._sent))
         self._sent.clear()
-        if isinstance(ev, tuple):   # a message that is not the outcomes: the protocol is broken
-            self._discard()
-            return cases, [Outcome.error(f"unreadable reply from the isolation worker: {ev[:2]!r}"[:500])
-                           for _ in cases]
-        if len(cases) > 1:   # a crash or hang inside a batch: whose? one case at a time
+        if len(cases) > 1:   # a crash, hang or garbage inside a batch: whose? one case at a time
             self._discard()
             self.stats["batches_split"] += 1
             self._todo.extendleft(reversed([([c], 1, timing) for c in cases]))
             return self.next()
+        if isinstance(ev, tuple):   # a message that is not the outcomes: the protocol is broken
+            self._discard()
+            return cases, [Outcome.error(f"unreadable reply from the isolation worker: {ev[:2]!r}"[:500])]
         if ev == "timeout":
             self.stats["timeouts"] += 1
             self._discard()

@@ -14,6 +14,7 @@ import time
 from collections import Counter, defaultdict
 
 from suite.core.case import Case
+from suite.core.text import clean
 from suite.core.tolerance import DEFAULT_FILE, load_policy
 from suite.core.verdict import Verdict
 from suite.core.waivers import load_waivers
@@ -116,6 +117,7 @@ class Run:
             v.row["repro"] = repro_command(failure[JUDGED], path)
             v.message += f"\nreproduce: {v.row['repro']}"
         self.folder.append(v.row)
+        v.message = clean(v.message)   # (a kernel's text: no control or undecodable character in pytest's output)
         return v
 
     def _judged_section(self, target: str, v: Verdict, versions: dict[str, str]) -> dict:
