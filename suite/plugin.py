@@ -458,17 +458,25 @@ class QconformSession:
                 session.exitstatus = 1
             if session.exitstatus == 0 and self.report.missing:   # a planned case without a row is no pass
                 session.exitstatus = pytest.ExitCode.INTERRUPTED
+            if session.exitstatus == 0 and self.report.errors:   # a run whose reports are lost is no pass
+                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
             complete = (session.exitstatus in (0, 1, 5) and not self.interrupted and not self.report.missing
                         and not session.shouldstop and not session.shouldfail)
             if complete and not self.filtered:
                 self.folder.mark_latest()
-        except QconformError as e:
+        except QconformError as e:   # (the rows cannot be read, `latest` cannot be moved)
             self.report_error = str(e)
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         except OSError as e:   # run.json cannot be written (full disk, read-only): one line naming it
             self.report_error = str(disk_error(Path(e.filename or self.folder.path), e))
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         finally:
             self.folder.close()
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if exitstatus == pytest.ExitCode.INTERNAL_ERROR and tr is not None:   # (pytest gives no terminal summary then)
+            for line in ([self.report_error] if getattr(self, "report_error", None) else []) + \
+                    [f"could not write {e}" for e in (self.report.errors if self.report else [])]:
+                tr.write_line(f"qconform: {line}", red=True)
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
         tr = terminalreporter
