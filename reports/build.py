@@ -41,6 +41,7 @@ from reports.results import (
 )
 from reports.runinfo import RUN_JSON, missing_rows, read_run_info, with_results, write_run_info
 from reports.summary import SUMMARY_CSV, SUMMARY_MD, Summary, markdown_file, to_csv
+from suite.core.text import clean_tree
 from suite.core.tolerance import load_policy
 from suite.core.verdict import Status
 
@@ -115,7 +116,8 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     """
     d = Path(run_dir)
     child = _parquet_child(d) if parquet_in_child and (d / RESULTS).exists() else None
-    info = run_info if run_info is not None else read_run_info(d)
+    run_info = clean_tree(run_info)   # (its text is shown by every report: suite/core/text.py)
+    info = run_info if run_info is not None else clean_tree(read_run_info(d))
     report = Report(summary=[])
     failed: dict[str, Exception] = {}   # what broke: the artefacts made of it are not written
 

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from suite.core.text import md_cell, md_code
 from suite.core.verdict import ERRORS, Status
 
 FORMAT = "qconform-certificate/1"
@@ -216,9 +217,10 @@ def to_markdown(cert: dict[str, Any]) -> str:
              f"seed {cert['case_set']['seed']}, {cert['case_set']['cases_per_op']} per op).")
     L.append("")
     for t, v in cert["targets"].items():
-        L.append(f"- target **{t}**: " + (", ".join(f"{k} {x}" for k, x in v.items()) or "(no versions)"))
+        L.append(f"- target **{md_cell(t)}**: " + (md_cell(", ".join(f"{k} {x}" for k, x in v.items()))
+                                                  or "(no versions)"))
     if cert["waiver_problems"]:
-        L += ["", "## WAIVER PROBLEMS", ""] + [f"- **{p}**" for p in cert["waiver_problems"]]
+        L += ["", "## WAIVER PROBLEMS", ""] + [f"- **{md_cell(p)}**" for p in cert["waiver_problems"]]
     L += ["", "## Verdicts", "", ("| target | spec | op | verdict | cases | passed | bit-exact | failed | errors | "
                                   "unsupported | waived | bit-exact % | max abs LSB | tolerance | case digest |"),
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -227,26 +229,27 @@ def to_markdown(cert: dict[str, Any]) -> str:
         tol = "; ".join(f"{t['dtype']}: <= {t['max_abs_lsb']:g} LSB (rule {t['rule']}"
                         + (f", versions {t['rule_versions']}" if t["rule_versions"] else "") + ")"
                         for t in o["tolerance"]) or "-"
-        L.append(f"| {o['target']} | {o['spec']} | {o['op']} | **{o['verdict']}** | {c['cases']} | {c['passed']} | "
+        L.append(f"| {md_cell(o['target'])} | {o['spec']} | {o['op']} | **{o['verdict']}** | {c['cases']} | {c['passed']} | "
                  f"{c['bit_exact']} | {c['failed']} | {c['errors']} | {c['unsupported']} | {c['waived']} | "
                  f"{'-' if o['bit_exact_pct'] is None else o['bit_exact_pct']} | "
                  f"{'-' if o['max_abs_lsb'] is None else format(o['max_abs_lsb'], 'g')} | "
-                 f"{tol} | `{o['case_digest']}` |")
+                 f"{md_cell(tol)} | `{o['case_digest']}` |")
     whole = [(o, w) for o in cert["ops"] for w in o.get("op_failures", ())]
     if whole:
         L += ["", "## Failing as a whole (bias, declared scheme)", ""]
-        L += [f"- {o['op']} ({o['spec']}) on {o['target']}: {w}" for o, w in whole]
+        L += [f"- {o['op']} ({o['spec']}) on {md_cell(o['target'])}: {md_cell(w)}" for o, w in whole]
     bad = [(o, f) for o in cert["ops"] for f in o["failing"]]
     if bad:
         L += ["", "## Failing cases", ""]
         for o, f in bad:
-            L.append(f"- `{f['case_id']}` on {o['target']}: {f['status']}, {f.get('reason') or ''}")
+            L.append(f"- {md_code(f['case_id'])} on {md_cell(o['target'])}: {f['status']}, "
+                     f"{md_cell(f.get('reason') or '')}")
             if f.get("repro"):
-                L.append(f"  - reproduce: `{f['repro']}`")
+                L.append(f"  - reproduce: {md_code(f['repro'])}")
     waived = [(o, w) for o in cert["ops"] for w in o["waived"]]
     if waived:
         L += ["", "## Waived cases", ""]
-        L += [f"- `{w['case_id']}` on {o['target']}: {w['reason']}" for o, w in waived]
+        L += [f"- {md_code(w['case_id'])} on {md_cell(o['target'])}: {md_cell(w['reason'])}" for o, w in waived]
     return "\n".join(L) + "\n"
 
 

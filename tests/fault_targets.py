@@ -6,7 +6,8 @@ case ids to fault kinds; it comes from the ``QCONFORM_FAULTS`` environment varia
 (JSON ``{"ADD-tie-000": "segv", ...}``, inherited by the isolation worker) or,
 without it, :data:`DEFAULT_PLAN`. :data:`EXPECTED` is the verdict each kind must get.
 ``QCONFORM_FAULT_DELAY`` (seconds) slows every case down; ``QCONFORM_FAULT_INIT`` makes
-creating the target fail: ``raise`` (an exception) or ``exit`` (the process ends with status 9).
+creating the target fail: ``raise`` (an exception) or ``exit`` (the process ends with status 9);
+``hang_in_worker`` makes it hang in the isolation worker.
 Every ``ok`` outcome names the case it was computed for (``ran_case``) and the process
 (``pid``), so a test can see that each outcome reached its own case.
 
@@ -152,6 +153,8 @@ class Faulty(Target):
             raise RuntimeError("the runtime is missing here")
         if init == "exit":
             os._exit(9)
+        if init == "hang_in_worker" and getattr(sys.modules["__main__"].__spec__, "name", "") == "suite.harness.worker":
+            time.sleep(3600)   # (the suite's own process makes it fine: only its worker hangs)
         from reference import golden  # noqa: F401  (imported now, not inside the first case's time limit)
 
     def run_one(self, case, timing: Timing) -> Outcome:
@@ -189,3 +192,12 @@ class InProcessFaulty(Faulty):
 
     name = "inprocess-faulty"
     isolate = False
+
+
+class VersionedFaulty(InProcessFaulty):
+    """InProcessFaulty with a runtime version, so a waiver can name it."""
+
+    name = "versioned-faulty"
+
+    def versions(self):
+        return {"faulty": "1.0"}

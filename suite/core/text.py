@@ -41,10 +41,17 @@ def clean_tree(obj: Any) -> Any:
     return obj
 
 
-_MD = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+_MD = re.compile(r"([\\`*\[\]<>|])")
 
 
 def md_cell(text: Any) -> str:
-    """``text`` as one Markdown table cell: cleaned, Markdown's punctuation escaped (no link,
-    emphasis, HTML or column break can come from it), line breaks as spaces."""
+    """``text`` as Markdown text, also good for one table cell: cleaned, and the characters that
+    make a link, image, HTML tag, code span, emphasis or column break escaped; line breaks as
+    spaces."""
     return _MD.sub(r"\\\1", clean(text)).replace("\n", " ").replace("\t", " ")
+
+
+def md_code(text: Any) -> str:
+    """``text`` as a Markdown code span (a command to copy): no backtick can end it early, no
+    ``|`` break a table's row."""
+    return "`" + clean(text).replace("`", "'").replace("|", "\\|").replace("\n", " ") + "`"

@@ -86,7 +86,9 @@ class RunFolder:
     @classmethod
     def resume(cls, path: str | os.PathLike) -> "RunFolder":
         path = Path(path)
-        return cls(path, _lock(path))
+        folder = cls(path, _lock(path))
+        folder._reserved = (path / RESERVE).exists()   # (left by a killed run: given back at this one's end)
+        return folder
 
     @classmethod
     def join(cls, path: str | os.PathLike) -> "RunFolder":
