@@ -377,6 +377,16 @@ class QconformSession:
         if self.run is not None:   # (an xdist worker runs only the groups it is given: each when asked)
             self.run.plan(pairs, lazy=not self.controller)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        """pytest-xdist's controller (which collects nothing itself): the run's planned results,
+        from what a worker collected (every worker collects every test)."""
+        if self.resumed is None and self.distributed:   # (resumed: each worker deselects what it finds recorded)
+            planned = sum("::test_case[" in i for i in ids) * self._rows_per_pair()
+            if planned != self.planned:
+                self.planned = self._doc["planned"] = planned
+                write_run_info(self.folder.path, self._doc)
+
     def _rows_per_pair(self) -> int:
         o = self.config.option
         return len(parse_device_list(o.device)) if o.device and o.device_dist == "each" else 1
