@@ -370,7 +370,7 @@ class QconformSession:
 
     def pytest_collection_finish(self, session):
         pairs = [p for p in map(_pair, session.items) if p]
-        if self.controller and not self.distributed:   # what a complete run writes: run.json says it from now
+        if self.controller and self.run is not None:   # what a complete run writes: run.json says it from now
             self.planned = (len(pairs) + (self.resumed.skipped if self.resumed else 0)) * self._rows_per_pair()
             self._doc["planned"] = self.planned
             write_run_info(self.folder.path, self._doc)

@@ -177,7 +177,7 @@ def test_resume_into_a_folder_that_cannot_be_written_is_one_error(tmp_path, monk
 
 def test_text_helpers():
     assert clean("a\udcff\x1b[1m\x00\x9b\tb\nc") == "a\\udcff\\x1b[1m\\x00\\x9b\tb\nc"
-    assert md_cell("a | *b* [l](u) <i> `c` \\") == "a \\| \\*b\\* \\[l\\](u) \\<i\\> \\`c\\` \\\\"
+    assert md_cell("a | *b* [l](u) <i> `c` [0, 3] \\") == "a \\| \\*b\\* [l\\](u) \\<i> \\`c\\` [0, 3] \\\\"
     assert md_code("pytest `x` | y") == "`pytest 'x' \\| y`"
 
 

@@ -41,14 +41,15 @@ def clean_tree(obj: Any) -> Any:
     return obj
 
 
-_MD = re.compile(r"([\\`*\[\]<>|])")
+# (a link or image needs "](": its "]" escaped is enough, and "[0, 3]" stays as it reads)
+_MD = re.compile(r"([\\`*<|]|\](?=[(\[]))")
 
 
 def md_cell(text: Any) -> str:
     """``text`` as Markdown text, also good for one table cell: cleaned, and the characters that
     make a link, image, HTML tag, code span, emphasis or column break escaped; line breaks as
     spaces."""
-    return _MD.sub(r"\\\1", clean(text)).replace("\n", " ").replace("\t", " ")
+    return _MD.sub(lambda m: "\\" + m.group(), clean(text)).replace("\n", " ").replace("\t", " ")
 
 
 def md_code(text: Any) -> str:
