@@ -18,16 +18,47 @@ from reference.schemes import Scheme, get_scheme
 
 GoldenFn = Callable[..., list]
 _OPS: dict[str, GoldenFn] = {}
+_ROUNDING: dict[str, tuple[str, ...]] = {}
 _loaded = False
 
+#: how an op's golden (its LiteRT reference kernel, default build) turns exact arithmetic into
+#: output codes: what a kernel must follow to be bit-exact (docs/arithmetic.md is this table)
+ROUNDING_PATHS = {
+    "fixed-double": "fixed point, two roundings: MultiplyByQuantizedMultiplier = SaturatingRoundingDoublingHighMul "
+                    "(its nudge rounds negative ties up) then RoundingDivideByPOT (ties away from zero)",
+    "float-round": "one rounding in double precision: (int32)std::round(value * real multiplier), ties away from zero",
+    "int-div-round": "integer division rounding half away from zero: (sum +- count / 2) / count, truncating",
+    "shift-round": "10-bit fixed-point interpolation weights, one rounding shift by 20 (sum +- 2^19) / 2^20, "
+                   "ties away from zero",
+    "float-table": "a table of the function in float32 over the 256 input codes, roundf (ties away from zero)",
+    "fixed-int16": "an int16 fixed-point pipeline: SaturatingRoundingDoublingHighMul / RoundingDivideByPOT on "
+                   "16 bits and a truncating doubling high mul",
+    "fixed-exp": "gemmlowp fixed-point exp / log with MultiplyByQuantizedMultiplier inside, then a rounding shift",
+    "float-half-even": "float32 value / scale, rounded half to even (ONNX QuantizeLinear)",
+    "none": "no rounding: codes copied, selected, compared as exact reals, or float outputs",
+}
 
-def register(*ops: str):
-    """Decorator: ``@register("ADD")`` makes ``fn(case, scheme) -> [outputs]`` the golden of ADD."""
+
+def register(*ops: str, rounding: str | tuple[str, ...] = ()):
+    """Decorator: ``@register("ADD", rounding="fixed-double")`` makes ``fn(case, scheme) -> [outputs]``
+    the golden of ADD; ``rounding`` names its path(s) in :data:`ROUNDING_PATHS`."""
+    paths = (rounding,) if isinstance(rounding, str) else tuple(rounding)
+    unknown = [r for r in paths if r not in ROUNDING_PATHS]
+    if unknown:
+        raise ValueError(f"unknown rounding path(s) {unknown} of {ops}")
+
     def deco(fn):
         for op in ops:
             _OPS[op] = fn
+            _ROUNDING[op] = paths
         return fn
     return deco
+
+
+def rounding_paths() -> dict[str, tuple[str, ...]]:
+    """{op: the rounding path(s) of its golden}, every op with a golden."""
+    _load()
+    return dict(sorted(_ROUNDING.items()))
 
 
 def _load():

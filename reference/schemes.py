@@ -40,6 +40,9 @@ class Scheme:
     float_round: str = "half_even"  # "half_even" | "half_away" | "none" (exact scheme)
     float_dtype: str = "float32"    # float: the type the arithmetic happens in
     clamp_before_round: bool = False  # float: clamp in float, then round (MLAS, XNNPACK)
+    #: uint8 x int8 products summed in adjacent pairs, each pair sum saturated to int16 (x86
+    #: vpmaddubsw, as MLAS's AVX2 QGEMM without VNNI does): CONV_2D, FULLY_CONNECTED, BATCH_MATMUL
+    int16_pairs: bool = False
     aliases: tuple[str, ...] = ()
 
     @property
@@ -135,6 +138,12 @@ _add(Scheme("ort-fp32-rne",
             "clamp in float, round half to even",
             kind="float", multiplier_precision="float", float_round="half_even", float_dtype="float32",
             clamp_before_round=True))
+_add(Scheme("ort-avx2-u8s8",
+            "ONNX Runtime (MLAS) on x86 with AVX2 (or AVX-512BW) but no VNNI: ort-fp32-rne, with the uint8 x "
+            "int8 products of CONV_2D, FULLY_CONNECTED and BATCH_MATMUL summed by vpmaddubsw, two adjacent "
+            "ones (along the reduced axis, from its start) at a time, each pair sum saturated to int16",
+            kind="float", multiplier_precision="float", float_round="half_even", float_dtype="float32",
+            clamp_before_round=True, int16_pairs=True))
 _add(Scheme("onnx-ref",
             "the onnx reference evaluator: NumPy float arithmetic (int32 x float32 promotes to "
             "float64), np.rint (half to even), clip",
@@ -154,9 +163,17 @@ _add(Scheme("caffe-d1",
             "(a 64-bit multiply and rounding shift, ties toward +inf) on every op",
             kind="fixed", multiplier_precision="double", single_rounding=True, float_round="half_away",
             aliases=("D1", "d1", "arm-half-up-single")))
+# caffe-d2 differs from tflite-ref-double on FULLY_CONNECTED only: there it is the classic gemmlowp
+# requantization (GetQuantizedConvolutionMultipler's multiplier, SRDHM then RDBPOT) that TFLite Micro's
+# FC kernel and the TOSA converter's FC lowering (RESCALE with DOUBLE_ROUND) keep, where LiteRT's
+# reference FC now rounds once with std::round: so gemmlowp-fc-double is its alias, not a second
+# golden that would tie with it everywhere.
 _add(Scheme("caffe-d2",
-            "SNPS-Caffe D2: double-precision multiplier, two rounding steps (SRDHM + RDBPOT)",
-            kind="fixed", multiplier_precision="double", float_round="half_away", aliases=("D2", "d2")))
+            "SNPS-Caffe D2 (= gemmlowp-fc-double): double-precision multiplier, two rounding steps "
+            "(SRDHM + RDBPOT) on every op, FULLY_CONNECTED included (the classic gemmlowp FC "
+            "requantization of TFLite Micro and TOSA; LiteRT's reference FC uses std::round)",
+            kind="fixed", multiplier_precision="double", float_round="half_away",
+            aliases=("D2", "d2", "gemmlowp-fc-double")))
 _add(Scheme("caffe-f2",
             "SNPS-Caffe F2 (and Caffe2): single-precision multiplier, two rounding steps",
             kind="fixed", multiplier_precision="float", float_round="half_away", aliases=("F2", "f2")))

@@ -29,8 +29,11 @@ from pathlib import Path
 from reports.certify import CERT_JSON, CERT_MD, Certifier, WaiverCheck, read_certificate
 from reports.certify import to_markdown as certificate_markdown
 from reports.crossdevice import CrossDevice, cross_lines
+from reports.witness import Unwitnessed
+from reports.history import html_section as history_section
 from reports.html import INDEX, Page, render
 from reports.parquet import PARQUET, ParquetSink, Shapes
+from reports.diff import diff_runs
 from reports.results import (
     RESULTS,
     count_statuses,
@@ -40,7 +43,11 @@ from reports.results import (
     write_json,
 )
 from reports.runinfo import RUN_JSON, missing_rows, read_run_info, with_results, write_run_info
+from reports.since import headline as since_headline
+from reports.since import html_section as since_html
+from reports.since import markdown_section as since_markdown
 from reports.summary import SUMMARY_CSV, SUMMARY_MD, Summary, markdown_file, to_csv
+from suite.core.findings import brief, why
 from suite.core.text import clean_tree
 from suite.core.tolerance import load_policy
 from suite.core.verdict import Status
@@ -63,6 +70,7 @@ class Report:
     cross: list[dict] = field(default_factory=list)
     #: planned results (run.json's ``planned``) without a row: such a run is INCOMPLETE, never PASS
     missing: int = 0
+    since: str | None = None   # the comparison with --baseline, one line (reports/since.py)
 
 
 class _Tally:
@@ -72,6 +80,7 @@ class _Tally:
         self.counts: dict[str, int] = {}
         self.rows = 0
         self.devices: set[str] = set()
+        self.isa: dict[str, list[str]] = {}   # device -> its ISA flags (the rows' device_isa)
 
     def add(self, r: dict) -> None:
         s = r.get("status", Status.ERROR.value)   # (a row without one: an error)
@@ -79,6 +88,8 @@ class _Tally:
         self.rows += 1
         if r.get("device"):
             self.devices.add(str(r["device"]))
+            if r.get("device_isa") is not None:
+                self.isa[str(r["device"])] = str(r["device_isa"]).split()
 
 
 def _error(what: str, e: BaseException) -> str:
@@ -101,7 +112,8 @@ def _expected(info: dict | None) -> dict[str, str]:
 
 
 def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bool = False,
-                  run_info: dict | None = None, parquet_in_child: bool = False) -> Report:
+                  run_info: dict | None = None, parquet_in_child: bool = False, baseline=None,
+                  certify_cases: list | None = None, certify_key=None) -> Report:
     """Write summary.csv, summary.md, results.parquet, index.html (and, with ``certify``,
     certificate.md/.json) of ``run_dir``/results.jsonl; and run.json when ``run_info`` is given
     (the run's document, reports.runinfo.run_info), with the counts and costs of the rows added.
@@ -110,9 +122,10 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
 
     ``policy``: the suite.core.tolerance.Policy the certificate quotes (default: the run's
     tolerance file, else the suite's); ``waivers``: the run's suite.core.waivers.Waivers.
-    ``parquet_in_child``: results.parquet is written by ``python -m reports.parquet`` in a process
-    of its own, alongside (see reports/parquet.py). Never raises for an artefact: see
-    :attr:`Report.errors`.
+    ``certify_cases``: the run's cases as [[id, sha256], ...] in generation order, ``certify_key``: a
+    key file to sign the certificate with (reports/certify.py). ``parquet_in_child``: results.parquet is written by ``python -m reports.parquet`` in a process
+    of its own, alongside (see reports/parquet.py). ``baseline``: a run folder; the report opens with
+    what is new since it (reports/since.py). Never raises for an artefact: see :attr:`Report.errors`.
     """
     d = Path(run_dir)
     child = _parquet_child(d) if parquet_in_child and (d / RESULTS).exists() else None
@@ -134,7 +147,9 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         report.errors.append(_error("group verdicts (bias, declared schemes)", e))
     summary, page, tally, check = Summary(judged, _versions(info), _expected(info)), Page(), _Tally(), WaiverCheck()
     cross = CrossDevice()
-    feeds = {"summary": summary.add, "page": page.add, "tally": tally.add, "waivers": check.add, "cross": cross.add}
+    unwitnessed = Unwitnessed()   # golden values no runtime of the run reproduces (reports/witness.py)
+    feeds = {"summary": summary.add, "page": page.add, "tally": tally.add, "waivers": check.add, "cross": cross.add,
+             "witness": unwitnessed.add}
     parquet = certifier = None
     try:
         if offsets and not parquet_in_child:
@@ -144,7 +159,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         failed["parquet"] = e
     try:
         if certify:
-            certifier = Certifier(judged or _policy(info), _versions(info), waivers)
+            certifier = Certifier(judged or _policy(info), _versions(info), waivers, certify_cases)
             feeds["certificate"] = certifier.add
     except Exception as e:  # noqa: BLE001
         failed["certificate"] = e
@@ -187,13 +202,14 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         info = run_info = {**run_info, "exit_status": 2}   # (pytest's "interrupted": suite/plugin.py)
     if run_info is not None:
         if "tally" not in failed:
-            info = with_results(run_info, counts=report.counts, rows=tally.rows, devices=list(tally.devices))
+            info = with_results(run_info, counts=report.counts, rows=tally.rows, devices=list(tally.devices),
+                                isa=tally.isa)
         attempt(RUN_JSON, (), lambda: write_run_info(d, info))
     cert = None
     if certify:
         if certifier is not None and "certificate" not in failed:
             try:
-                cert = report.certificate = certifier.certificate(info, summary.verdicts)
+                cert = report.certificate = certifier.certificate(info, summary.verdicts, key_file=certify_key)
             except Exception as e:  # noqa: BLE001
                 failed["certificate"] = e
         attempt(CERT_MD, ("certificate",), lambda: write_atomic(d / CERT_MD, certificate_markdown(cert)))
@@ -214,13 +230,32 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     if "cross" in failed:
         report.errors.append(_error("the cross-device table", failed["cross"]))
     attempt(SUMMARY_CSV, ("summary",), lambda: write_atomic(d / SUMMARY_CSV, to_csv(report.summary)))
+    # ---- new since the baseline (#22): compared once summary.csv and the certificate are written
+    since = since_error = None
+    if baseline is not None:
+        try:
+            since = diff_runs(baseline, d)
+            report.since = since_headline(since)
+        except Exception as e:  # noqa: BLE001 (the report says why, and is written all the same)
+            since_error = f"{type(e).__name__}: {e}"
+            report.errors.append(_error("the comparison with the baseline", e))
+    sections = ((since_html(since, since_error), since_markdown(since, since_error)) if baseline is not None
+                else (None, None))   # (the page and summary.md say there is none)
+    try:   # the History section: earlier runs of the same case set beside this one (reports/history.py)
+        past = history_section(d)
+    except Exception as e:  # noqa: BLE001 (one error line; the page is written without it)
+        past = None
+        report.errors.append(_error("the history section", e))
+    # ----
     new = (None, None) if "page" in failed else (page.new.first(), page.new.n)   # (the page's error is index.html's)
+    review = unwitnessed.cases() if "witness" not in failed else []
     attempt(SUMMARY_MD, ("summary",), lambda: write_atomic(d / SUMMARY_MD, markdown_file(
-        report.summary, info, *new, cross=report.cross)))
+        report.summary, info, *new, cross=report.cross, review=review, since=sections[1])))
     if child is None:
         attempt(PARQUET, ("parquet",), lambda: parquet.close())
     attempt(INDEX, ("summary", "page"), lambda: write_atomic(
-        d / INDEX, render(page, report.summary, summary.pair_table(), info, cert, _models(d), cross=report.cross)))
+        d / INDEX, render(page, report.summary, summary.pair_table(), info, cert, _models(d), cross=report.cross,
+                          review=review, since=sections[0], history=past)))
     if child is not None:
         attempt(PARQUET, (), lambda: _parquet_done(child, d))
     return report
@@ -274,8 +309,20 @@ def terminal_lines(report: Report | None) -> list[tuple[str, dict]]:
             lines.append((f"{g['kind'].upper()}: {g['op']} on {g['target']}: {g['text']}: the run fails",
                           {"red": True, "bold": True}))
     for fid, where in known.items():
-        lines.append((f"known finding {fid} (as a whole: bias or declared scheme): {', '.join(where)}", {"yellow": True}))
+        lines.append((f"known finding {fid} (as a whole: bias or declared scheme): {', '.join(where)}: "
+                      f"{brief(why(fid) or '?')}", {"yellow": True}))
+    cases: dict[str, list[str]] = {}   # the findings of failing cases, each with its reason (#24)
+    for r in report.summary or []:
+        if int(r.get("failed_known") or 0) + int(r.get("errors_known") or 0):
+            for fid in filter(None, str(r.get("findings") or "").split(",")):
+                if fid not in known:
+                    cases.setdefault(fid, []).append(f"{r['op']} on {r['target']}")
+    for fid, where in cases.items():
+        lines.append((f"known finding {fid}: {', '.join(dict.fromkeys(where))}: {brief(why(fid) or '?')}",
+                      {"yellow": True}))
     lines += [(line, {"yellow": True}) for line in cross_lines(report.cross)]
+    if report.since:
+        lines.append((report.since, {"bold": True}))
     for e in report.errors:
         lines.append((f"qconform: could not write {e}", {"red": True}))
     written = [Path(p).name for p in report.written]

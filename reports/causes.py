@@ -8,6 +8,10 @@ gives the likely cause, as one label, tried in this order:
                  tie the other way;
 ``scheme``       another named requantization scheme (``reference/schemes.py``) gives
                  exactly the target's value: the kernel uses different arithmetic;
+``clamp``        the case has a fused activation and the target's value lies outside its
+                 range, or the golden clamped the element at one of its bounds (the exact
+                 value beyond it) and the target did not return that bound: the kernel
+                 skipped the activation's clamp or clamped at another bound;
 ``saturation``   the wanted or the returned code is at a limit of the output dtype;
 ``unexplained``  none of these: what a kernel team must look at first.
 
@@ -25,16 +29,18 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from reference.common import act_range
 from reference.schemes import get_scheme, kernel_schemes
 from suite.core.compare import float_ordinal
 from suite.core.dtypes import DTYPES
 from suite.core.findings import match
 from suite.core.tolerance import sign_test_p
 
-CAUSES = ("tie", "scheme", "saturation", "unexplained")
+CAUSES = ("tie", "scheme", "clamp", "saturation", "unexplained")
 CAUSE_TEXT = {
     "tie": "rounding tie (exact value on k.5)",
     "scheme": "rounding scheme (another scheme gives the target's value)",
+    "clamp": "activation clamp (got outside the fused activation's range, or clamped at another bound)",
     "saturation": "saturation (want or got at a dtype limit)",
     "unexplained": "unexplained",
 }
@@ -161,6 +167,18 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
         left &= ~sch
         if k == wk and sch.flat[wj]:
             worst_cause = f"scheme {kept[int(hit[:, worst].argmax())]}"
+        bounds = _activation_bounds(case, k)
+        if bounds is not None:
+            lo, hi = bounds
+            wi = np.asarray(w, dtype=np.int64).reshape(g.shape)
+            clamp = (g < lo) | (g > hi)
+            if exact is not None:   # the golden clamped it (exact value rounds beyond the bound)
+                x = np.asarray(exact[k], dtype=np.float64).reshape(g.shape)
+                clamp |= ((wi == lo) & (lo > info.qmin) & (x < lo - 0.5)) | ((wi == hi) & (hi < info.qmax) & (x > hi + 0.5))
+            clamp &= left
+            counts["clamp"] += int(clamp.sum())
+            left &= ~clamp
+            worst_cause = "clamp" if k == wk and clamp.flat[wj] else worst_cause
         if info.qmin is not None:
             wi = _ordinal(w, s.dtype).reshape(g.shape)
             at_limit = (wi == info.qmin) | (wi == info.qmax) | (g == info.qmin) | (g == info.qmax)
@@ -176,6 +194,18 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
     out["err_hist"] = error_histogram(errors)
     out["worst_cause"] = worst_cause
     return out
+
+
+def _activation_bounds(case, k: int) -> tuple[int, int] | None:
+    """The clamp bounds of the fused activation on output ``k`` (output 0 of a case with one that
+    is not NONE, integer dtype), or None."""
+    act = case.attrs.get("fused_activation_function", "NONE")
+    if k != 0 or act in (None, "NONE") or DTYPES[case.outputs[0].dtype].qmin is None:
+        return None
+    try:
+        return act_range(case, case.outputs[0])
+    except Exception:   # an unknown activation: the golden refused the case already
+        return None
 
 
 # ----------------------------------------------------------------------------- aggregation

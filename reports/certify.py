@@ -17,6 +17,19 @@ op x dtype x target x runtime version, and the policy's own version), the counts
 failing case ids with their reproduction commands, the waived ones with their waiver,
 and a digest of the op's case set (sha256 over sorted ``case_id:case_digest`` lines), so
 two certificates can be compared: same digest, same cases, same data.
+
+Certification also refuses an op whose best scheme (the arithmetic reproducing most elements) is
+not the declared one (the target's ``expected_scheme``, else the run's scheme) when the declared
+one loses only on ties (:data:`TIE_SCHEME_RULE`): a kernel that breaks ties its own way.
+
+The certificate stands on its own (``qconform-certificate/2``): suite version and commit, UTC
+time, the run's host facts (run.json's ``host``, whole), every target's versions and devices,
+the golden scheme, the full sha256 of every case in generation order and one over them, of the
+tolerance file, of the spec tables and of the findings and waiver files; per op the best scheme,
+the bias (mean, above / below, sign test p) and the spec clauses covered with case counts. It is
+signed (HMAC-SHA256 over its canonical JSON) with the per-user key of suite/core/keyed.py or a
+key file named with ``--key``; ``qconform certify --verify`` (suite/commands/certify.py) checks
+the signature and recomputes the digests from the suite.
 """
 
 from __future__ import annotations
@@ -24,14 +37,34 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from reports.causes import SCHEME_GAP_MIN, SchemeTally
+from suite.core import findings as _findings
+from suite.core import keyed
+from suite.core.spec import SPEC_DIR
+from suite.core.tolerance import DEFAULT_FILE as DEFAULT_TOLERANCE
 from suite.core.text import md_cell, md_code
+from suite.core.tolerance import sign_test_p
 from suite.core.verdict import ERRORS, Status
 
-FORMAT = "qconform-certificate/1"
+FORMAT = "qconform-certificate/2"
+MAX_CERT_BYTES = 64 << 20    # a bigger file is not one of ours: not read
+#: the certificate's own rule on declared schemes, beside the run's (reports.causes.judge_group,
+#: a gap of SCHEME_GAP_MIN elements whatever the causes)
+TIE_SCHEME_GAP_MIN = 1
+TIE_SCHEME_RULE = (f"certification refuses an op whose best scheme is not the declared one (the target's "
+                   f"expected_scheme, else the run's scheme) when the declared one loses by >= "
+                   f"{TIE_SCHEME_GAP_MIN} element(s) and every element it misses is a rounding tie (cause "
+                   f"'tie'): the kernel breaks ties its own way; any other loss counts from "
+                   f"{SCHEME_GAP_MIN} elements (the run's declared-scheme rule)")
+SHRINK_RULE = ("certification refuses an op whose mismatching elements point at the output zero point (|got - zp| "
+               "< |want - zp|) more often than away from it with a sign test p below the tolerance rule's "
+               "bias_alpha, over at least its bias_min_mismatches (default policy: p < 1e-6, >= 20): a kernel "
+               "rounding ties toward zero is unbiased above / below the golden but shrinks every tie")
 VERDICTS = ("bit-exact", "conformant within tolerance", "non-conformant", "unsupported")
 CERT_MD = "certificate.md"
 CERT_JSON = "certificate.json"
@@ -41,7 +74,7 @@ _ERRORS = frozenset(s.value for s in ERRORS)
 
 
 def _digest(lines: Iterable[str]) -> str:
-    return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()[:16]
+    return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()
 
 
 def _line(r: dict) -> str:
@@ -49,7 +82,7 @@ def _line(r: dict) -> str:
 
 
 def case_set_digest(rows: Iterable[dict]) -> str:
-    """sha256 (first 16 hex) over the sorted ``case_id:case_digest`` lines of ``rows``' cases."""
+    """sha256 over the sorted ``case_id:case_digest`` lines of ``rows``' cases."""
     return _digest({_line(r) for r in rows})
 
 
@@ -66,9 +99,26 @@ class _Entry:
         self.mismatches = 0
         self.max_abs: float | None = None
         self.lines: set[str] = set()
+        self.schemes = SchemeTally()
+        self.bias = [0.0, 0, 0, 0]           # sum of errors, elements, above, below (as BiasTally)
+        self.shrink = [0, 0]                 # mismatches toward / away from the zero point
+        self.clauses: dict[str, int] = {}    # spec clause -> cases
 
     def add(self, r: dict, line: str | None = None) -> None:
         st, c = r.get("status"), self.counts
+        self.schemes.add(r)
+        if st in (_PASS, _FAIL) and not r.get("finding") and r.get("pos_err") is not None and r.get("elements"):
+            b = self.bias
+            b[0] += float(r.get("sum_err_lsb") or 0.0)
+            b[1] += int(r["elements"])
+            b[2] += int(r["pos_err"])
+            b[3] += int(r.get("neg_err") or 0)
+            if r.get("mismatches") and r.get("toward_zp_err") is not None:
+                self.shrink[0] += int(r["toward_zp_err"])
+                self.shrink[1] += int(r["mismatches"]) - int(r["toward_zp_err"])
+        for cl in sorted(set(re.split(r"[;\s]+", str(r.get("clause") or "")))):
+            if cl:
+                self.clauses[cl] = self.clauses.get(cl, 0) + 1
         c["cases"] += 1
         c["passed"] += st == _PASS
         c["failed"] += st == _FAIL
@@ -93,6 +143,38 @@ class _Entry:
             mx = float(r["max_abs_lsb"])
             self.max_abs = mx if self.max_abs is None else max(self.max_abs, mx)
         self.lines.add(line if line is not None else _line(r))
+
+    def bias_fields(self) -> dict:
+        s, n, pos, neg = self.bias
+        return {"mean_lsb": float(f"{s / n:.4g}") if n else None, "above": pos, "below": neg, "elements": n,
+                "p": float(f"{sign_test_p(pos, neg):.3g}") if n else None}
+
+    def shrink_failure(self, tol) -> str | None:
+        """Why the op's errors point at the zero point too often (:data:`SHRINK_RULE`), or None:
+        the sign test of the tolerance rule's bias bound, on toward / away instead of above / below."""
+        rule = tol.rule if tol is not None else None
+        toward, away = self.shrink
+        if rule is None or rule.bias_alpha is None or toward + away < max(rule.bias_min_mismatches, 1):
+            return None
+        p = sign_test_p(toward, away)
+        if not (p < rule.bias_alpha and toward > away):
+            return None
+        return (f"outputs shrink toward the zero point: {toward} mismatching elements toward it, {away} away, "
+                f"sign test p {p:.3g} < {rule.bias_alpha:g} (tolerance rule {rule.index}; certification rule)")
+
+    def tie_scheme_failure(self, declared: str | None, run_scheme: str | None) -> tuple[str | None, str | None]:
+        """(best scheme, why the op is refused by TIE_SCHEME_RULE or None)."""
+        best, pct = self.schemes.best(declared)
+        t = self.schemes
+        if not declared or declared != run_scheme or best is None or best == declared or declared not in t.totals:
+            return best, None
+        gap = t.totals[best] - t.totals[declared]
+        missed = t.elements - t.totals[declared]
+        if gap >= TIE_SCHEME_GAP_MIN and missed and t.causes.get("tie", 0) == missed:
+            return best, (f"declared scheme {declared} misses {missed} element(s), every one a rounding tie, and "
+                          f"{best} reproduces {gap} more ({pct}%): ties broken another way (certification rule: "
+                          f"a gap >= {TIE_SCHEME_GAP_MIN} made only of ties)")
+        return best, None
 
     def verdict(self) -> str:
         c = self.counts
@@ -141,12 +223,32 @@ class WaiverCheck:
         return out
 
 
+def sha256_file(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def suite_digests() -> dict[str, Any]:
+    """The sha256 of the suite's own inputs at this checkout: its default tolerance file, its spec
+    tables and its findings file (what ``certify --verify`` recomputes)."""
+    return {"default_tolerance": sha256_file(DEFAULT_TOLERANCE),
+            "spec_tables": {p.name: sha256_file(p) for p in sorted(SPEC_DIR.glob("*.toml"))},
+            "findings": sha256_file(_findings.FILE)}
+
+
+def case_list_digest(cases: list[list[str]]) -> str:
+    """sha256 over the ``case_id:sha256`` lines of ``cases`` ([[id, sha256], ...]) in their order."""
+    return hashlib.sha256("\n".join(f"{i}:{d}" for i, d in cases).encode()).hexdigest()
+
+
 class Certifier:
     """The certificate of a run's rows (see the module docstring), taken a row at a time.
-    ``versions``: {target: {component: version}} (run.json's targets' versions)."""
+    ``versions``: {target: {component: version}} (run.json's targets' versions); ``cases``: the
+    run's cases as [[case id, full sha256], ...] in generation order (the plugin's)."""
 
-    def __init__(self, policy, versions: dict[str, dict[str, str]], waivers=None):
+    def __init__(self, policy, versions: dict[str, dict[str, str]], waivers=None,
+                 cases: list[list[str]] | None = None):
         self.policy, self.versions, self.waivers = policy, versions, waivers
+        self.cases = cases
         self.entries: dict[tuple, _Entry] = {}      # (target, spec, op), in the order of first rows
         self.targets: dict[Any, None] = {}
         self.lines: set[str] = set()
@@ -154,6 +256,7 @@ class Certifier:
         self.run_id = None
         self.rows = 0
         self.check = WaiverCheck()
+        self.findings: set[str] = set()
 
     def add(self, r: dict) -> None:
         if not self.rows:
@@ -167,15 +270,47 @@ class Certifier:
         self.case_ids.add(r.get("case_id"))
         self.targets.setdefault(r.get("target"), None)
         self.check.add(r)
+        if r.get("finding"):
+            self.findings.add(str(r["finding"]))
 
-    def certificate(self, run_info: dict | None = None, groups: dict | None = None) -> dict[str, Any]:
+    def _case_set(self, options: dict) -> dict:
+        short = {ln.rsplit(":", 1)[0]: ln.rsplit(":", 1)[1] for ln in self.lines}
+        cases = [[i, d] for i, d in (self.cases or []) if i in short]
+        wrong = sorted(i for i, d in cases if short[i] != d[:len(short[i])])
+        listed = {i for i, _ in cases}
+        return {"cases": len(self.case_ids), "seed": options.get("seed"), "cases_per_op": options.get("cases_per_op"),
+                "ops": options.get("ops"), "case_files": list(options.get("case_files") or []),
+                "filtered": bool(options.get("filtered")),
+                "order": "generation order (suite.cases.generate), [case id, sha256 of the case]",
+                "sha256": case_list_digest(cases), "list": cases,
+                # rows whose case the run's list lacks, or whose digest differs from it: never hidden
+                "unlisted": sorted(str(i) for i in self.case_ids if i not in listed), "digest_mismatch": wrong,
+                "rows_digest": _digest(self.lines)}
+
+    def certificate(self, run_info: dict | None = None, groups: dict | None = None,
+                    key_file: str | Path | None = None) -> dict[str, Any]:
         """``groups``: {(op, target): the failures of the op as a whole} (reports.summary.Summary's
         verdicts); a bias failure counts for the entries with its output dtype, a scheme one for all."""
+        info = run_info or {}
+        options = info.get("options") or {}
+        run_scheme = options.get("scheme")
+        tinfo = info.get("targets") or {}
         ops = []
         for (target, spec, op), e in self.entries.items():
             whole = [f["text"] + (f" [known finding {f['finding']}]" if f["finding"] else "")
                      for f in (groups or {}).get((op, target), ()) if f["dtype"] is None or f["dtype"] in e.dtypes]
+            for f in (groups or {}).get((op, target), ()):
+                if f.get("finding"):
+                    self.findings.add(f["finding"])
+            declared = (tinfo.get(target) or {}).get("expected_scheme") or run_scheme
+            best, tie_why = e.tie_scheme_failure(declared, run_scheme)
+            if tie_why:
+                whole.append(tie_why)
             vers = self.versions.get(target, {})
+            for dtype in sorted(e.dtypes)[:1]:
+                why = e.shrink_failure(self.policy.lookup(op, target, dtype, vers))
+                if why:
+                    whole.append(why)
             tol = []
             for dtype in sorted(e.dtypes):
                 t = self.policy.lookup(op, target, dtype, vers)
@@ -183,62 +318,173 @@ class Certifier:
                 tol.append({"dtype": dtype, "max_abs_lsb": t.max_abs_lsb, "max_mismatch_pct": t.max_mismatch_pct,
                             "rule": None if rule is None else rule.index,
                             "rule_versions": {} if rule is None else dict(rule.versions),
+                            "bias_alpha": None if rule is None else rule.bias_alpha,
+                            "max_mean_err_lsb": None if rule is None else rule.max_mean_err_lsb,
+                            "bias_min_mismatches": None if rule is None else rule.bias_min_mismatches,
                             "reason": "" if rule is None else rule.reason})
+            best_pct = (round(100.0 * e.schemes.totals[best] / e.schemes.elements, 3)
+                        if best and e.schemes.elements else None)
             ops.append({"target": target, "spec": spec, "op": op,
                         "verdict": "non-conformant" if whole else e.verdict(), "counts": e.counts, "op_failures": whole,
                         "bit_exact_pct": (round(100.0 * (e.elements - e.mismatches) / e.elements, 3)
                                           if e.elements else None),
-                        "max_abs_lsb": e.max_abs, "tolerance": tol, "case_digest": _digest(e.lines),
+                        "max_abs_lsb": e.max_abs, "declared_scheme": declared, "best_scheme": best,
+                        "best_scheme_exact_pct": best_pct, "ties_missed": e.schemes.causes.get("tie", 0),
+                        "bias": e.bias_fields(), "toward_zero_point": {"toward": e.shrink[0], "away": e.shrink[1]},
+                        "clauses": dict(sorted(e.clauses.items())),
+                        "tolerance": tol, "case_digest": _digest(e.lines),
                         "failing": e.failing, "waived": e.waived})
-        info = run_info or {}
-        return {
-            "format": FORMAT, "date": _dt.datetime.now().isoformat(timespec="seconds"),
+        src = Path(self.policy.source) if self.policy.source else DEFAULT_TOLERANCE
+        default_tol = src.resolve() == DEFAULT_TOLERANCE.resolve() if src.exists() else False
+        digests = suite_digests()
+        wfiles = [str(w) for w in (options.get("waivers") or [])]
+        cert = {
+            "format": FORMAT,
+            "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "run_id": info.get("run_id") or self.run_id,
             "suite_version": info.get("suite_version"), "git": info.get("git"),
-            "targets": {t: self.versions.get(t, {}) for t in self.targets},
-            "tolerance_policy": {"source": self.policy.source, "version": self.policy.version},
-            "case_set": {"digest": _digest(self.lines), "cases": len(self.case_ids),
-                         "seed": (info.get("options") or {}).get("seed"),
-                         "cases_per_op": (info.get("options") or {}).get("cases_per_op")},
+            "host": info.get("host"),
+            # run.json's facts of each target (versions, declared scheme, devices), whole
+            "targets": {t: {**(tinfo.get(t) or {}), "versions": self.versions.get(t, {})} for t in self.targets},
+            "golden": {"scheme": run_scheme},
+            "case_set": self._case_set(options),
+            "tolerance_policy": {"source": self.policy.source, "version": self.policy.version,
+                                 "sha256": sha256_file(src) if src.exists() else options.get("tolerance_digest"),
+                                 "default": default_tol,
+                                 "note": ("certified with the suite's DEFAULT tolerance policy (1 LSB on int8 "
+                                          "outputs): not a bit-exactness claim" if default_tol else
+                                          "certified with a tolerance file of the user's")},
+            "spec_tables": digests["spec_tables"],
+            "findings": {"sha256": digests["findings"], "used": sorted(self.findings)},
+            "rules": {"tie_scheme": TIE_SCHEME_RULE, "shrink": SHRINK_RULE, "tie_scheme_gap_min": TIE_SCHEME_GAP_MIN,
+                      "scheme_gap_min": SCHEME_GAP_MIN},
             "ops": ops,
-            "waivers": [w.as_dict() for w in (self.waivers.items if self.waivers else [])],
+            "waivers": {"files": {f: (sha256_file(f) if Path(f).is_file() else None) for f in wfiles},
+                        "items": [w.as_dict() for w in (self.waivers.items if self.waivers else [])]},
+            "waived": [{"case_id": w["case_id"], "target": o["target"], "waiver": w.get("waiver"),
+                        "until": _until(w.get("waiver"), self.waivers)} for o in ops for w in o["waived"]],
             "waiver_problems": self.check.problems(self.waivers),
         }
+        return sign(cert, key_file)
+
+
+def _until(waiver_id, waivers) -> str | None:
+    for w in (waivers.items if waivers else []):
+        if w.id == waiver_id:
+            return w.expires.isoformat()
+    return None
+
+
+# ----------------------------------------------------------------------------- signature
+
+def _canonical(cert: dict) -> bytes:
+    body = {k: v for k, v in cert.items() if k != "signature"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode()
+
+
+def _key(key_file: str | Path | None) -> tuple[bytes, str]:
+    """(key, what it is): a key file named by the user (its bytes, at least 16), else the user's
+    key (suite/core/keyed.py). Raises keyed.KeyProblem."""
+    if key_file is None:
+        return keyed.user_key(), "the user's key (suite/core/keyed.py)"
+    data = keyed.read_regular(key_file, 1 << 16)
+    if len(data) < 16:
+        raise keyed.KeyProblem(Path(key_file), f"holds {len(data)} bytes: a key needs at least 16")
+    return data, f"key file {Path(key_file).name}"
+
+
+def sign(cert: dict, key_file: str | Path | None = None) -> dict:
+    """``cert`` with ``signature``: HMAC-SHA256 of its canonical JSON (every other field) and of the
+    signature's own ``alg`` and ``key``;
+    without a usable key the signature says why and nothing can verify it."""
+    cert = {k: v for k, v in cert.items() if k != "signature"}
+    try:
+        key, what = _key(key_file)
+        cert["signature"] = {"alg": "HMAC-SHA256", "key": what,
+                             "value": keyed.mac(key, _canonical(cert), "HMAC-SHA256", what)}
+    except (keyed.KeyProblem, OSError, ValueError) as e:
+        cert["signature"] = {"alg": "HMAC-SHA256", "key": None, "value": None, "why": str(e)}
+    return cert
+
+
+def signature_ok(cert: dict, key_file: str | Path | None = None) -> tuple[bool, str]:
+    sig = cert.get("signature")
+    if not isinstance(sig, dict) or not isinstance(sig.get("value"), str):
+        return False, "unsigned" + (f" ({sig.get('why')})" if isinstance(sig, dict) and sig.get("why") else "")
+    try:
+        key, what = _key(key_file)
+    except (keyed.KeyProblem, OSError) as e:
+        return False, f"no key to check it with: {e}"
+    try:
+        body = _canonical(cert)
+    except (TypeError, ValueError) as e:
+        return False, f"not canonical JSON: {e}"
+    if (set(sig) != {"alg", "key", "value"} or sig.get("alg") != "HMAC-SHA256" or not isinstance(sig.get("key"), str)
+            or not keyed.verify(key, sig["value"], body, "HMAC-SHA256", sig["key"])):
+        return False, f"signature does not match (edited, or signed with another key than {what})"
+    return True, f"signature valid ({what})"
 
 
 def to_markdown(cert: dict[str, Any]) -> str:
+    """The human page of a certificate: every field of the JSON, in words and tables."""
+    git = cert.get("git") or {}
+    cs, tp = cert.get("case_set") or {}, cert.get("tolerance_policy") or {}
     L = ["# qconform certificate", ""]
-    L.append(f"Run `{cert.get('run_id')}`, {cert.get('date')}; suite {cert.get('suite_version')}, "
-             f"git {((cert.get('git') or {}).get('commit') or '?')[:12]}"
-             f"{' (dirty)' if (cert.get('git') or {}).get('dirty') else ''}.")
-    tp = cert["tolerance_policy"]
-    L.append(f"Tolerance policy `{tp['source']}` version {tp['version'] or '?'}; "
-             f"case set digest `{cert['case_set']['digest']}` ({cert['case_set']['cases']} cases, "
-             f"seed {cert['case_set']['seed']}, {cert['case_set']['cases_per_op']} per op).")
+    L.append(f"Run `{cert.get('run_id')}`, created {cert.get('created_utc')} (UTC); suite {cert.get('suite_version')}, "
+             f"git {git.get('commit') or '?'}{' (dirty)' if git.get('dirty') else ''}; golden scheme "
+             f"`{(cert.get('golden') or {}).get('scheme')}`.")
     L.append("")
-    for t, v in cert["targets"].items():
-        L.append(f"- target **{md_cell(t)}**: " + (md_cell(", ".join(f"{k} {x}" for k, x in v.items()))
-                                                  or "(no versions)"))
-    if cert["waiver_problems"]:
+    L.append(f"**Tolerance**: `{tp.get('source')}` version {tp.get('version') or '?'}, sha256 `{tp.get('sha256')}`: "
+             f"{tp.get('note')}.")
+    L.append(f"**Case set**: {cs.get('cases')} cases, seed {cs.get('seed')}, {cs.get('cases_per_op')} per op, ops "
+             f"{cs.get('ops') or 'all'}{', FILTERED (a subset)' if cs.get('filtered') else ''}"
+             f"{', case files ' + str(cs.get('case_files')) if cs.get('case_files') else ''}; sha256 over the "
+             f"{len(cs.get('list') or [])} case digests in generation order `{cs.get('sha256')}` "
+             f"(every case's sha256 in certificate.json).")
+    if cs.get("unlisted") or cs.get("digest_mismatch"):
+        L.append(f"**CASES NOT IN THE RUN'S LIST**: {cs.get('unlisted')}; digest differs: {cs.get('digest_mismatch')}")
+    L.append("**Spec tables**: " + ", ".join(f"{n} `{d}`" for n, d in (cert.get("spec_tables") or {}).items()) + ".")
+    fd = cert.get("findings") or {}
+    L.append(f"**Findings** file sha256 `{fd.get('sha256')}`; used: {', '.join(fd.get('used') or []) or 'none'}.")
+    L.append(f"**Rules**: {(cert.get('rules') or {}).get('tie_scheme')}; {(cert.get('rules') or {}).get('shrink')}.")
+    sig = cert.get("signature") or {}
+    L.append(f"**Signature**: {sig.get('alg')} by {sig.get('key') or 'NO KEY (' + str(sig.get('why')) + ')'}: "
+             f"`{sig.get('value')}` (check with `qconform certify --verify certificate.json`).")
+    L += ["", "## Host", ""]
+    L += [f"- {k}: {v}" for k, v in (cert.get("host") or {}).items()]
+    L += ["", "## Targets", ""]
+    for t, v in (cert.get("targets") or {}).items():
+        vers = ", ".join(f"{k} {x}" for k, x in (v.get("versions") or {}).items()) or "(no versions)"
+        rest = "; ".join(f"{k}: {x}" for k, x in v.items() if k not in ("versions",) and x not in (None, "", {}, []))
+        L.append(f"- **{md_cell(t)}**: {md_cell(vers)}" + (f"; {md_cell(rest)}" if rest else ""))
+    if cert.get("waiver_problems"):
         L += ["", "## WAIVER PROBLEMS", ""] + [f"- **{md_cell(p)}**" for p in cert["waiver_problems"]]
     L += ["", "## Verdicts", "", ("| target | spec | op | verdict | cases | passed | bit-exact | failed | errors | "
-                                  "unsupported | waived | bit-exact % | max abs LSB | tolerance | case digest |"),
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for o in cert["ops"]:
-        c = o["counts"]
+                                  "unsupported | waived | bit-exact % | max abs LSB | best scheme (declared) | "
+                                  "bias: mean, above/below, p | tolerance | case digest |"),
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for o in cert.get("ops") or []:
+        c, b = o["counts"], o.get("bias") or {}
         tol = "; ".join(f"{t['dtype']}: <= {t['max_abs_lsb']:g} LSB (rule {t['rule']}"
-                        + (f", versions {t['rule_versions']}" if t["rule_versions"] else "") + ")"
+                        + (f", versions {t['rule_versions']}" if t["rule_versions"] else "")
+                        + (f", bias p < {t['bias_alpha']:g}" if t.get("bias_alpha") else "") + ")"
                         for t in o["tolerance"]) or "-"
+        bias = "-" if b.get("mean_lsb") is None else f"{b['mean_lsb']:+g}, {b['above']}/{b['below']}, {b['p']:g}"
         L.append(f"| {md_cell(o['target'])} | {o['spec']} | {o['op']} | **{o['verdict']}** | {c['cases']} | {c['passed']} | "
                  f"{c['bit_exact']} | {c['failed']} | {c['errors']} | {c['unsupported']} | {c['waived']} | "
                  f"{'-' if o['bit_exact_pct'] is None else o['bit_exact_pct']} | "
                  f"{'-' if o['max_abs_lsb'] is None else format(o['max_abs_lsb'], 'g')} | "
-                 f"{md_cell(tol)} | `{o['case_digest']}` |")
-    whole = [(o, w) for o in cert["ops"] for w in o.get("op_failures", ())]
+                 f"{o.get('best_scheme')} {o.get('best_scheme_exact_pct')}% ({o.get('declared_scheme')}) | {bias} | "
+                 f"{md_cell(tol)} | `{o['case_digest'][:16]}` |")
+    L += ["", "## Spec clauses covered (cases)", ""]
+    for o in cert.get("ops") or []:
+        L.append(f"- {o['op']} ({o['spec']}) on {o['target']}: "
+                 + (", ".join(f"`{k}` {n}" for k, n in (o.get("clauses") or {}).items()) or "none"))
+    whole = [(o, w) for o in cert.get("ops") or [] for w in o.get("op_failures", ())]
     if whole:
         L += ["", "## Failing as a whole (bias, declared scheme)", ""]
         L += [f"- {o['op']} ({o['spec']}) on {md_cell(o['target'])}: {md_cell(w)}" for o, w in whole]
-    bad = [(o, f) for o in cert["ops"] for f in o["failing"]]
+    bad = [(o, f) for o in cert.get("ops") or [] for f in o["failing"]]
     if bad:
         L += ["", "## Failing cases", ""]
         for o, f in bad:
@@ -246,15 +492,23 @@ def to_markdown(cert: dict[str, Any]) -> str:
                      f"{md_cell(f.get('reason') or '')}")
             if f.get("repro"):
                 L.append(f"  - reproduce: {md_code(f['repro'])}")
-    waived = [(o, w) for o in cert["ops"] for w in o["waived"]]
-    if waived:
+    if cert.get("waived"):
         L += ["", "## Waived cases", ""]
-        L += [f"- {md_code(w['case_id'])} on {md_cell(o['target'])}: {md_cell(w['reason'])}" for o, w in waived]
+        L += [f"- {md_code(w['case_id'])} on {md_cell(w['target'])}: waiver {md_cell(w['waiver'])}, until "
+              f"{md_cell(w['until'])}" for w in cert["waived"]]
+    wf = (cert.get("waivers") or {}).get("files") or {}
+    if wf:   # (a file's name is the user's: as code, no backtick in it)
+        L += ["", "Waiver files: " + ", ".join(f"{md_code(f)} sha256 `{d}`" for f, d in wf.items())]
     return "\n".join(L) + "\n"
 
 
 def read_certificate(path: str | Path) -> dict[str, Any]:
+    """A certificate's JSON (a run folder: its certificate.json): a bounded read of a regular file,
+    parsed as data. OSError or ValueError when it cannot be read or is not a certificate object."""
     p = Path(path)
     if p.is_dir():
         p = p / CERT_JSON
-    return json.loads(p.read_text())
+    doc = json.loads(keyed.read_regular(p, MAX_CERT_BYTES).decode("utf-8"))
+    if not isinstance(doc, dict):
+        raise ValueError(f"{p}: not a JSON object")
+    return doc

@@ -113,7 +113,14 @@ class CrossDevice:
 
 
 def cross_lines(table: list[dict]) -> list[str]:
-    """One terminal line per (op, target) whose outputs differ between devices."""
-    return [f"cross-device: {r['op']} on {r['target']}: {r['differ']} of {r['compared']} cases differ bit-wise "
-            f"between {r['devices']} (worst {r['worst_case']}: {r['worst_delta_lsb']} LSB apart; max |err| "
-            f"{r['worst_max_err_lsb']})" for r in table if r["differ"]]
+    """One terminal line per (op, target) whose outputs differ between devices, after one that
+    says how many were compared (so a run on several devices says so even when none differs)."""
+    if not table:
+        return []
+    devices = sorted({d for r in table for d in r["devices"].split(", ")})
+    differ = sum(1 for r in table if r["differ"])
+    head = (f"cross-device: {len(table)} (op, target)s compared between {', '.join(devices)}: "
+            f"{differ} with outputs that differ bit-wise (summary.md: the table)")
+    return [head] + [f"cross-device: {r['op']} on {r['target']}: {r['differ']} of {r['compared']} cases differ bit-wise "
+                     f"between {r['devices']} (worst {r['worst_case']}: {r['worst_delta_lsb']} LSB apart; max |err| "
+                     f"{r['worst_max_err_lsb']})" for r in table if r["differ"]]

@@ -18,15 +18,22 @@ Results are matched by (case id, target, device). Per case, a regression is:
 ``missing``          it was in the baseline and is not in the run, though the run has its case,
                      target and device (``--allow-missing`` accepts it).
 
+Per (op, target) as a whole, the group verdicts each run wrote (reports/groups.py: bias, declared
+scheme, certification): new ones are a regression and head the verdict line ("REGRESSED: new
+group verdict: bias on ADD/mykernel (+0.0165 LSB, p 1.2e-94); 0 new failures, ..."); fixed and
+still-failing ones are listed.
+
 A failure under the same known finding in both runs is not a regression; a failure that a known
 finding explains now and did not before is listed as a new known finding.
 
-Per (op, target), over the cases both runs compared: a bit-exact % drop, a max |error|
-growth, and a latency regression: the median p50 grew by more than the threshold
-(default 10 %) AND by more than the run-to-run spread recorded in each run (the median
-per-case standard deviation of the timed repeats, baseline + run). Latencies of an emulated
-device (``device_emulated``: QEMU's time, not the board's) are never compared. Improvements are
-listed too but never gate.
+Per (op, target), over the cases both runs compared: a bit-exact % drop and a max |error|
+growth. Latency (reports/latency.py): the per-case p50s of the cases timed in both runs, a
+one-sided Mann-Whitney U test (scipy) with p < 0.05, AND the median moved by more than 20 % AND
+by more than 5 us; only between runs on the same device facts (this host's machine, CPU model
+and count; a device's own facts from run.json), never on an emulated device (QEMU's time).
+Latency changes are listed, slower and faster; they gate only with ``latency_gate``
+(``--latency-gate``): a run timed beside another job is slower without any regression.
+Improvements are listed too but never gate.
 
 Two runs on different devices, one device per target each (``--allow-different devices``, e.g.
 this host against ``--device=qemu:``): results are matched by (case id, target), the run's device
@@ -48,10 +55,13 @@ from typing import Any
 
 from reports.crossdevice import COLUMNS as CROSS_COLUMNS
 from reports.crossdevice import CrossDevice
+from reports.groups import compare as compare_verdicts
+from reports.groups import read_group_verdicts
 from reports.results import RESULTS, read_rows, row_key, write_atomic
 from reports.runinfo import RUN_JSON
 from reports.summary import emulated
 from suite.core.errors import QconformError
+from suite.core.userfile import read_text
 from suite.core.verdict import ERRORS, Status
 
 BAD = frozenset({Status.FAIL.value} | {s.value for s in ERRORS})
@@ -99,10 +109,9 @@ class Run:
         return f"{self.given} (run {rid}" + (f", git {commit[:10]}" if commit else "") + ")"
 
 
-def open_run(d: str | Path, what: str) -> Run:
-    """The run folder ``d``: a runs/<run id> folder, a ``latest`` link, or a report directory
-    (its ``latest``). It must hold results.jsonl and run.json: without run.json nothing says
-    how the run was made, so it cannot be checked against the other."""
+def run_folder(d: str | Path, what: str) -> Path:
+    """The run folder ``d`` names (a ``latest`` link or a report directory resolved to the run it
+    points at now), checked to hold results.jsonl and run.json."""
     p = Path(d)
     if p.is_dir() and not (p / RESULTS).exists() and (p / "latest").is_dir():
         p = p / "latest"
@@ -110,15 +119,23 @@ def open_run(d: str | Path, what: str) -> Run:
     if not (folder / RESULTS).is_file():
         raise QconformError(f"no {RESULTS} here", source=str(d), field=what,
                             rule="a run folder (<report-dir>/runs/<run id>, or a latest link) holds results.jsonl")
+    if not (folder / RUN_JSON).is_file():
+        raise QconformError(f"no {RUN_JSON} here", source=str(folder), field=what,
+                            rule="a run folder holds run.json: without it the runs' set-ups cannot be compared")
+    return folder
+
+
+def open_run(d: str | Path, what: str) -> Run:
+    """The run folder ``d``: a runs/<run id> folder, a ``latest`` link, or a report directory
+    (its ``latest``). It must hold results.jsonl and run.json: without run.json nothing says
+    how the run was made, so it cannot be checked against the other."""
+    folder = run_folder(d, what)
     rows = read_rows(folder / RESULTS)
     if not rows:
         raise QconformError(f"{RESULTS} holds no results", source=str(folder / RESULTS), field=what)
     try:
-        info = json.loads((folder / RUN_JSON).read_text())
-    except OSError as e:
-        raise QconformError(f"cannot read {RUN_JSON}: {e.strerror or e}", source=str(folder / RUN_JSON), field=what,
-                            rule="a run folder holds run.json: without it the runs' set-ups cannot be compared") from None
-    except ValueError as e:
+        info = json.loads(read_text(folder / RUN_JSON, RUN_JSON, what, "run"))
+    except (ValueError, RecursionError) as e:
         raise QconformError(f"not JSON: {e}", source=str(folder / RUN_JSON), field=what) from None
     if not isinstance(info, dict) or not isinstance(info.get("options"), dict):
         raise QconformError("no options object", source=str(folder / RUN_JSON), field="options",
@@ -253,19 +270,31 @@ def setup_differences(b: Run, n: Run, base: dict[tuple, dict], new: dict[tuple, 
             if x.get(comp) != y.get(comp):
                 vb.append(f"{t} {comp} {x.get(comp) or '(none)'}")
                 vn.append(f"{t} {comp} {y.get(comp) or '(none)'}")
-    if vb:
-        out.append(Difference("versions", "runtime versions", "; ".join(vb), "; ".join(vn)))
+    if vb:   # an upgrade night is the one that most needs a diff: compared, the upgrade heading it
+        out.append(Difference("versions", "runtime versions (an upgrade: compared)", "; ".join(vb), "; ".join(vn),
+                              allowed=True))
+        notes.append("runtime upgrade: " + "; ".join(f"{x} -> {y.rsplit(' ', 1)[-1]}" for x, y in zip(vb, vn)))
 
     for r, who in ((b, "baseline"), (n, "run")):
         if r.info.get("interrupted") or not r.info.get("finished"):
             notes.append(f"the {who} did not finish ({'interrupted' if r.info.get('interrupted') else 'run.json has no finish time'})")
         if r.info["options"].get("filtered"):
             notes.append(f"the {who} was filtered (-k, --lf, a deselection): it holds part of its cases")
-    bh, nh = b.info.get("host") or {}, n.info.get("host") or {}
-    if any(bh.get(k) != nh.get(k) for k in ("hostname", "cpu_model")):
-        notes.append(f"other machines (baseline {bh.get('hostname')}, {bh.get('cpu_model')}; run {nh.get('hostname')}, "
-                     f"{nh.get('cpu_model')}): latencies compare across them")
     return out, notes
+
+
+#: what decides a latency besides the kernel: the host's (local targets) or the device's own facts
+_HOST_FACTS = ("machine", "cpu_model", "cpu_count")
+_TIMING_FACTS = ("machine", "cpus", "soc", "soc_family", "model", "emulated", "emulated_cpu")
+
+
+def device_facts(r: Run, target: str, device: str) -> dict:
+    """The facts a latency of ``target`` (on ``device``, "" for this host) depends on, from run.json."""
+    if not device:
+        host = r.info.get("host") or {}
+        return {k: host.get(k) for k in _HOST_FACTS}
+    v = _versions(r, target)
+    return {k: v.get(k) for k in _TIMING_FACTS}
 
 
 @dataclass
@@ -276,6 +305,7 @@ class Diff:
     setup: list[Difference] = field(default_factory=list)  # set-up differences, allowed or not
     notes: list[str] = field(default_factory=list)
     cases: list[dict] = field(default_factory=list)      # one entry per regressed case
+    still: list[dict] = field(default_factory=list)      # failing in both, no known finding explains it now
     groups: list[dict] = field(default_factory=list)     # one entry per regressed (op, target)
     improved: list[dict] = field(default_factory=list)
     findings: list[dict] = field(default_factory=list)   # failures a known finding explains now, not before
@@ -284,7 +314,12 @@ class Diff:
     new: int = 0
     compared: int = 0
     no_common: str | None = None                         # why nothing was compared
-    latency_threshold_pct: float = 10.0
+    latency_threshold_pct: float = 20.0
+    latency_min_us: float = 5.0
+    latency_p: float = 0.05
+    latency_gate: bool = False                           # latency changes gate (else listed only)
+    latency: list[dict] = field(default_factory=list)    # (op, target)s significantly slower or faster
+    verdicts: dict[str, list[dict]] = field(default_factory=dict)   # group verdicts: new, fixed, still, known
     allow_missing: bool = False
     cross: list[dict] = field(default_factory=list)      # runs on two devices: outputs that differ bit-wise
 
@@ -299,8 +334,13 @@ class Diff:
         return None
 
     @property
+    def slower(self) -> list[dict]:
+        return [x for x in self.latency if x["latency"] == "slower"]
+
+    @property
     def regressed(self) -> bool:
-        return bool(self.cases or self.groups or (self.missing and not self.allow_missing))
+        return bool(self.cases or self.groups or (self.missing and not self.allow_missing)
+                    or (self.latency_gate and self.slower) or self.verdicts.get("new"))
 
     @property
     def exit_status(self) -> int:
@@ -313,38 +353,49 @@ class Diff:
             return f"NO REGRESSION ({_plural(self.compared, 'result')} compared)"
         k = sum(1 for c in self.cases if c["new_failure"])
         parts = [_plural(k, "new failure")]
+        nv = self.verdicts.get("new") or []
+        if nv:   # what a case count hides (a biased kernel passes case by case), named first
+            parts.insert(0, f"new group verdict{'s' if len(nv) > 1 else ''}: " + _few((v["label"] for v in nv), 3))
         if len(self.cases) > k:
             parts.append(f"{_plural(len(self.cases) - k, 'other regressed case')}")
         if self.groups:
             parts.append(_plural(len(self.groups), "regressed op/target group"))
+        if self.latency_gate and self.slower:
+            parts.append(f"{_plural(len(self.slower), 'op/target group')} slower (--latency-gate)")
         if self.missing and not self.allow_missing:
             parts.append(f"{len(self.missing)} missing")
-        return f"REGRESSED: {', '.join(parts)} ({_plural(self.compared, 'result')} compared)"
+        head = f"{parts.pop(0)}; " if nv else ""
+        return f"REGRESSED: {head}{', '.join(parts)} ({_plural(self.compared, 'result')} compared)"
 
     def as_dict(self) -> dict[str, Any]:
         return {"format": "qconform-diff/2", "baseline": self.baseline, "run": self.run,
                 "verdict": self.verdict(), "exit_status": self.exit_status, "not_comparable": self.refused,
                 "setup_differences": [asdict(x) for x in self.setup], "notes": self.notes,
                 "regressed": self.regressed, "compared": self.compared, "new_in_run": self.new,
-                "latency_threshold_pct": self.latency_threshold_pct,
-                "case_regressions": self.cases, "group_regressions": self.groups,
-                "improvements": self.improved, "new_known_findings": self.findings,
+                "latency_threshold_pct": self.latency_threshold_pct, "latency_min_us": self.latency_min_us,
+                "latency_p": self.latency_p, "latency_gate": self.latency_gate, "latency_changes": self.latency,
+                "case_regressions": self.cases, "group_regressions": self.groups, "group_verdicts": self.verdicts,
+                "improvements": self.improved, "new_known_findings": self.findings, "still_failing": self.still,
                 "changed_cases": self.changed, "missing": self.missing, "cross_devices": self.cross}
 
 
-def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: float = 10.0,
-              allow_missing: bool = False, allow_different=()) -> Diff:
+def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: float = 20.0,
+              allow_missing: bool = False, allow_different=(), *, latency_min_us: float = 5.0,
+              latency_p: float = 0.05, latency_gate: bool = False, latency=None) -> Diff:
     """The diff of ``run`` against ``baseline``; ``allow_different``: names of :data:`FIELDS`
-    whose difference is reported, not refused. ``Diff.exit_status`` is the verdict."""
+    whose difference is reported, not refused. ``Diff.exit_status`` is the verdict. ``latency``:
+    reports.latency.latency_change (None: latencies not compared, as a run's own report does
+    without importing scipy); latency changes gate only with ``latency_gate``."""
     for f in allow_different:
         if f not in FIELDS:
             raise QconformError(f"unknown field {f!r}", field="--allow-different", rule=f"one of {', '.join(FIELDS)}")
     rb, rn = open_run(baseline, "BASELINE_DIR"), open_run(run, "RUN_DIR")
     base, new = {row_key(r): r for r in rb.rows}, {row_key(r): r for r in rn.rows}
-    d = Diff(rb.name, rn.name, str(rn.folder), latency_threshold_pct=latency_threshold_pct, allow_missing=allow_missing)
+    d = Diff(rb.name, rn.name, str(rn.folder), latency_threshold_pct=latency_threshold_pct, allow_missing=allow_missing,
+             latency_min_us=latency_min_us, latency_p=latency_p, latency_gate=latency_gate)
     d.setup, d.notes = setup_differences(rb, rn, base, new)
     for x in d.setup:
-        x.allowed = x.field in allow_different
+        x.allowed = x.allowed or x.field in allow_different
     if any(not x.allowed for x in d.setup):
         return d
     if any(x.field == "devices" for x in d.setup) and _one_device_each(base) and _one_device_each(new):
@@ -385,6 +436,9 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
             new_failure = True
         elif bs in BAD and ns not in BAD and ns != UNSUPPORTED:
             better.append(f"fixed ({bs} -> {ns})")
+        if ns in BAD and bs in BAD and not nf and not new_failure:
+            d.still.append({"case": n.get("case_id"), "op": n.get("op"), "target": n.get("target"),
+                            "device": n.get("device"), "status_before": bs, "status_now": ns, "repro": n.get("repro")})
         if ns == UNSUPPORTED and bs != UNSUPPORTED:
             kinds.append(f"now unsupported ({n.get('reason', '')})")
         bm, nm = _num(b.get("mismatches")), _num(n.get("mismatches"))
@@ -411,6 +465,7 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
                        "other case content (case_digest)")
         return d
     emulated_pairs = 0
+    other_facts: set[tuple] = set()
     for (op, target, device), ps in pairs.items():
         kinds = []
         real = [(b, n) for b, n in ps if not (emulated(b) or emulated(n))]   # emulated latencies: never compared
@@ -429,23 +484,66 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
         nmax = [x for x in (_num(n.get("max_abs_lsb")) for _, n in ps) if x is not None]
         if bmax and nmax and max(nmax) > max(bmax):
             kinds.append(f"max |err| grew ({max(bmax):g} -> {max(nmax):g} LSB)")
-        bl = [x for x in (_num(b.get("p50_us")) for b, n in real if _num(n.get("p50_us")) is not None) if x is not None]
-        nl = [x for x in (_num(n.get("p50_us")) for b, n in real if _num(b.get("p50_us")) is not None) if x is not None]
-        if bl and nl:
-            b50, n50 = statistics.median(bl), statistics.median(nl)
-            bsp = statistics.median([_num(b.get("spread_us")) or 0.0 for b, _ in real])
-            nsp = statistics.median([_num(n.get("spread_us")) or 0.0 for _, n in real])
-            entry.update(p50_us_before=round(b50, 3), p50_us_now=round(n50, 3), spread_us=round(bsp + nsp, 3))
-            grew = n50 - b50
-            if b50 > 0 and grew > b50 * latency_threshold_pct / 100.0 and grew > bsp + nsp:
-                kinds.append(f"latency +{100 * grew / b50:.1f}% ({b50:.2f} -> {n50:.2f} us, spread {bsp + nsp:.2f} us)")
+        timed = [(b50, n50) for b, n in real
+                 if (b50 := _num(b.get("p50_us"))) is not None and (n50 := _num(n.get("p50_us"))) is not None]
+        if timed and latency is not None:
+            if device_facts(rb, target, device) != device_facts(rn, target, device):
+                other_facts.add((target, device))
+            else:
+                lat = latency([x for x, _ in timed], [y for _, y in timed], latency_threshold_pct,
+                                     latency_min_us, latency_p)
+                # the spread the runs recorded: the median per-case standard deviation of the timed repeats
+                for side, rows in (("before", [b for b, _ in real]), ("now", [n for _, n in real])):
+                    sp = [x for r in rows if (x := _num(r.get("spread_us"))) is not None
+                          and (_num(r.get("latency_n")) or 2) >= 2]   # (one sample has no spread)
+                    lat[f"spread_us_{side}"] = round(statistics.median(sp), 3) if sp else None
+                entry.update(lat)
+                if lat["latency"] != "same":
+                    d.latency.append(dict(entry))
         if kinds:
             d.groups.append({**entry, "what": kinds})
+    bv, nv = read_group_verdicts(rb.folder), read_group_verdicts(rn.folder)
+    if bv is None or nv is None:
+        d.notes.append(f"no summary.csv in the {'baseline' if bv is None else 'run'}: its group verdicts (bias, declared "
+                       "scheme) are unknown" + ("; the run's failing ones count as new" if bv is None else ""))
+    d.verdicts = compare_verdicts(bv, nv, {(k[0], k[1]) for k in pairs})
+    if other_facts:
+        t, dev = sorted(other_facts)[0]
+        d.notes.append(f"latencies not compared on {_plural(len(other_facts), 'target')} whose device facts differ "
+                       f"(e.g. {t}{'@' + dev if dev else ''}: baseline {device_facts(rb, t, dev)}; "
+                       f"run {device_facts(rn, t, dev)})")
     if emulated_pairs:
         d.notes.append(f"latencies not compared for {_plural(emulated_pairs, 'result')} on an emulated device "
                        "(the emulator's time, not the board's)")
     d.cases.sort(key=lambda c: (not c["new_failure"], c["op"] or "", c["target"] or "", c["case"] or ""))
     return d
+
+
+def latency_text(g: dict) -> str:
+    """"latency +19.4% (14.39 -> 17.18 us, median of 3 cases' p50; spread 8.10 / 7.30 us; U test p 0.05)"."""
+    b, n = g["p50_us_before"], g["p50_us_now"]
+    pct = f"{100.0 * (n - b) / b:+.1f}%" if b else "n/a"
+
+    def us(x):
+        return "n/a" if x is None else f"{x:.2f}"
+    p = g.get("latency_p")
+    return (f"latency {pct} ({b:.2f} -> {n:.2f} us, median of {g['latency_cases']} cases' p50; spread "
+            f"{us(g.get('spread_us_before'))} / {us(g.get('spread_us_now'))} us; U test p {'n/a' if p is None else f'{p:.2g}'})")
+
+
+_VERDICT_HEADS = (("new", "new group verdicts"), ("fixed", "fixed group verdicts"),
+                  ("still", "still-failing group verdicts"))
+
+
+def _verdict_lines(d: Diff, indent: str) -> list[str]:
+    """The group verdicts (bias, declared scheme, certification): new, fixed, still failing."""
+    L = []
+    for key, head in _VERDICT_HEADS:
+        vs = d.verdicts.get(key) or []
+        if vs:
+            L += ["", f"{head} ({len(vs)}):"]
+            L += [f"{indent}{v['label']}: {v['text']}" + (f" (now: {v['now']})" if key == "fixed" else "") for v in vs]
+    return L
 
 
 def _one_device_each(rows: dict[tuple, dict]) -> bool:
@@ -471,7 +569,7 @@ def _setup_lines(d: Diff) -> list[str]:
     """What heads a report after the verdict: the set-up differences and the notes."""
     L = []
     if d.setup:
-        allowed = sorted({x.field for x in d.setup if x.allowed})
+        allowed = sorted({x.field for x in d.setup if x.allowed} - {"versions"})   # (an upgrade: always compared)
         L.append("set-up differs" + (f" (compared anyway: --allow-different {', '.join(allowed)})" if allowed else "") + ":")
         L += [f"  {x}" + (" [allowed]" if x.allowed else " [refused]") for x in d.setup]
         refused = list(dict.fromkeys(x.field for x in d.setup if not x.allowed))
@@ -494,10 +592,16 @@ def to_text(d: Diff) -> str:
             L.append(f"  {c['case']}:{c['target']}  " + "; ".join(c["what"]))
             if c.get("repro"):
                 L.append(f"      reproduce: {c['repro']}")
+    L += _verdict_lines(d, "  ")
     if d.groups:
         L += ["", "regressions per op and target:"]
         for g in d.groups:
             L.append(f"  {g['op']:<20} {g['target']:<16} " + "; ".join(g["what"]))
+    if d.latency:
+        gate = "gating: --latency-gate" if d.latency_gate else "listed, not gating (--latency-gate gates)"
+        L += ["", f"latency changes beyond {d.latency_threshold_pct:g}% and {d.latency_min_us:g} us, "
+                  f"U test p < {d.latency_p:g} ({gate}):"]
+        L += [f"  {g['op']:<20} {g['target']:<16} {g['latency']}: {latency_text(g)}" for g in d.latency]
     if d.missing:
         L += ["", f"missing from the run ({len(d.missing)}){' [allowed]' if d.allow_missing else ''}:"]
         L += [f"  {m}" for m in d.missing[:50]] + ([f"  ... {len(d.missing) - 50} more"] if len(d.missing) > 50 else [])
@@ -522,7 +626,7 @@ def to_markdown(d: Diff) -> str:
     icon = "⛔" if d.refused else "❌" if d.regressed else "✅"
     L = [f"### {icon} {d.verdict()}", ""]
     if d.setup:
-        allowed = sorted({x.field for x in d.setup if x.allowed})
+        allowed = sorted({x.field for x in d.setup if x.allowed} - {"versions"})   # (an upgrade: always compared)
         L.append("**Set-up differs**" + (f" (allowed: `--allow-different {', '.join(allowed)}`)" if allowed else "") + ":")
         L += [f"- {esc(x)}" + (" (allowed)" if x.allowed else " (**refused**)") for x in d.setup]
         L.append("")
@@ -537,9 +641,20 @@ def to_markdown(d: Diff) -> str:
         L += [f"| `{esc(c['case'])}` | {esc(c['target'])} | {esc('; '.join(c['what']))} | "
               f"{('`' + esc(c['repro']) + '`') if c.get('repro') else ''} |" for c in d.cases]
         L.append("")
+    for key, head in _VERDICT_HEADS:
+        vs = d.verdicts.get(key) or []
+        if vs:
+            L += [f"**{head[0].upper() + head[1:]}** ({len(vs)}):", ""]
+            L += [f"- {esc(v['label'])}: {esc(v['text'])}" for v in vs]
+            L.append("")
     if d.groups:
         L += ["| op | target | regression |", "|---|---|---|"]
         L += [f"| {esc(g['op'])} | {esc(g['target'])} | {esc('; '.join(g['what']))} |" for g in d.groups]
+        L.append("")
+    if d.latency:
+        L += [f"Latency changes ({'gating' if d.latency_gate else 'listed, not gating'}):", "",
+              "| op | target | change |", "|---|---|---|"]
+        L += [f"| {esc(g['op'])} | {esc(g['target'])} | {g['latency']}: {esc(latency_text(g))} |" for g in d.latency]
         L.append("")
     if d.missing:
         L += [f"Missing from the run{' (allowed)' if d.allow_missing else ''}: "
@@ -567,6 +682,11 @@ def write_csv(d: Diff, path: str | Path) -> Path:
         w.writerow(["setup", "", "", "", "", f"{x} [{'allowed' if x.allowed else 'refused'}]"])
     for g in d.groups:
         w.writerow(["op", g["op"], g["target"], g.get("device") or "", "", "; ".join(g["what"])])
+    for key, _ in _VERDICT_HEADS:
+        for v in d.verdicts.get(key) or []:
+            w.writerow([f"group verdict {key}", v["op"], v["target"], v.get("device") or "", "", f"{v['kind']}: {v['text']}"])
+    for g in d.latency:
+        w.writerow(["latency", g["op"], g["target"], g.get("device") or "", "", f"{g['latency']}: {latency_text(g)}"])
     for c in d.cases:
         w.writerow(["case", c["op"], c["target"], c.get("device") or "", c["case"], "; ".join(c["what"])])
     if not d.allow_missing:

@@ -27,9 +27,12 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from reports import plots
+from reports import plots, witness
+from reports.since import html_section as since_section
 from reports.causes import CAUSE_TEXT, CAUSES, HistTally, hist_key_order
+from reports.runinfo import machines
 from reports.summary import Summary, failure_kind, fmt, totals, verdict, worst_text
+from suite.core.findings import brief, why
 from suite.core.verdict import ERRORS, Status
 
 INDEX = "index.html"
@@ -40,7 +43,8 @@ BAD = frozenset({Status.FAIL.value} | {s.value for s in ERRORS})
 _FAILING_FIELDS = ("case_id", "target", "status", "max_abs_lsb", "mismatches", "elements", "causes",
                    "first_output", "first_index", "got", "want", "worst_output", "worst_index", "worst_got",
                    "worst_want", "worst_err_lsb", "worst_cause", "finding", "waiver", "reason", "repro",
-                   "failure_file")
+                   "failure_file",
+                   "witnesses_golden", "witnesses_target", "golden_unwitnessed")   # (reports/witness.py)
 #: the matrix's cell states: (class, colour, legend)
 CELLS = (("new", "#ec7063", "new failures or errors, or failing as a whole (outlined)"),
          ("known", "#c39bd3", "known failures only (findings, waivers)"),
@@ -198,6 +202,17 @@ def _repro(r: dict) -> str:
     return out
 
 
+def _why(r: dict) -> str:
+    """A known failure's reason: its finding's (and ticket), or its waiver's (the row's reason); the
+    first clause shown, the whole on a click (#24)."""
+    text = why(r["finding"]) if r.get("finding") else None
+    text = text or str(r.get("reason") or "")
+    short = brief(text)
+    if short == text:
+        return _e(text)
+    return f"<details><summary>{_e(short)}</summary>{_e(text)}</details>"
+
+
 def _causes_text(r: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in (r.get("causes") or {}).items())
 
@@ -261,12 +276,15 @@ _SECTIONS = (("new-section", "new failures"), ("matrix-section", "matrix"), ("su
 
 def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | None = None,
            certificate: dict | None = None, models: tuple[list[dict], list[dict]] | None = None,
-           cross: list[dict] | None = None) -> str:
+           cross: list[dict] | None = None, review: list[dict] | None = None, since: str | None = None,
+           history: str | None = None) -> str:
     """The page: ``table`` is the summary (reports.summary.Summary.table), ``pairs`` the same per
     (op, target) (Summary.pair_table: a farm run's table has a row per device, which keyed by
     (op, target) alone would keep only the last device's, a failing one hidden). ``models``: the rows of
     models.csv and layers.csv of a ``--model`` run (suite/models/verdicts.py): a section of their own.
-    ``cross``: the cross-device table (reports/crossdevice.py) of a run on several devices."""
+    ``cross``: the cross-device table (reports/crossdevice.py) of a run on several devices.
+    ``since``: the section of what is new since the baseline (reports/since.py), first; ``history``: the
+    History section (reports/history.py), when earlier runs are beside this one."""
     ops, targets = list(page.ops), list(page.targets)
     s = {(r["op"], r["target"]): r for r in pairs}
     tot = totals(pairs)
@@ -276,6 +294,8 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
     parts.append(f"<h1>qconform report &mdash; run {_e(run_id)}</h1>")
     word, line = verdict(tot, run_info)
     parts.append(f'<div class="verdict {word}" id="verdict">{word}: {_e(line)}</div>')
+    if machines(run_info):   # where it ran: the host's and each device's ISA (what the runtimes dispatch on)
+        parts.append('<p class="muted" id="machines">' + "<br>".join(_e(m) for m in machines(run_info)) + "</p>")
     parts.append(f'<p id="counts">{page.rows} results, {len(ops)} ops, {len(targets)} targets: '
                  f'{tot["passed"]} passed, <b>{_n(tot["new"], "new failure")}</b> ({_n(tot["failed_new"], "fail")}, '
                  f'{_n(tot["errors_new"], "error")}), {tot["known"]} known ({_n(tot["findings"], "finding")}, '
@@ -305,6 +325,7 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
         for p in certificate.get("waiver_problems", []):
             parts.append(f'<div class="alert">certificate: {_e(p)}</div>')
 
+    parts.append(since or since_section(None))   # ---- new since the baseline, or that there is none (#22)
     # ---- new failures: what fails the run, each with its reproduction
     parts.append('<h2 id="new-section">New failures</h2>')
     new = page.new.first()
@@ -322,6 +343,8 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
                        f'{_e(_causes_text(r))}</span>' if r.get("causes") else ""))
             else:
                 why = _e(r.get("reason", ""))
+            if witness.row_text(r):   # (reports/witness.py)
+                why += f'<br><span class="muted">witnesses: {_e(witness.row_text(r))}</span>'
             rows.append(f"<tr><td class=\"id\">{_e(r.get('case_id'))}</td><td>{_e(r.get('target'))}</td>"
                         f"<td>{_e(r.get('status'))}</td><td>{_e(off)}</td><td>{_e(worst_text(r))}</td>"
                         f'<td class="why"><div>{why}</div></td></tr><tr class="repro"><td colspan="6">{_repro(r)}</td></tr>')
@@ -384,6 +407,10 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
                      'this host), not the board\'s; never in p50_latency_us, the latency chart or a diff.</p>')
 
     # ---- devices
+    if review:   # ---- golden values no runtime reproduces (reports/witness.py)
+        parts.append(f'<h2 id="review-section">Golden values for review</h2><p>{len(review)} cases that two '
+                     f'runtimes or more ran, none of them bit-exact with the golden:</p>'
+                     + _table(list(review[0]), [list(r.values()) for r in review], id_="review"))
     if cross:
         parts.append('<h2 id="cross-section">Same cases on other devices: outputs that differ bit-wise</h2>')
         parts.append('<p class="muted">differ: cases whose outputs are not bit-identical across the devices, of '
@@ -396,23 +423,23 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
     # ---- causes
     parts.append('<h2 id="causes-section">Mismatch causes</h2>')
     parts.append("<p>Every mismatching element is labelled: " + "; ".join(
-        f"<b>{c}</b>: {_e(CAUSE_TEXT[c])}" for c in CAUSES) + ". Unexplained ones come first: a kernel team "
-        "looks at those before anything else.</p>")
-    crow = []
+        f"<b>{c}</b>: {_e(CAUSE_TEXT[c])}" for c in CAUSES) + ". (op, target)s with new failures come first, "
+        "then the most unexplained elements: a kernel team looks at those before anything else.</p>")
+    crow = []   # (#24: new failures first; the clamp column)
+    shown = ["unexplained", "clamp", "saturation", "scheme", "tie"]
     for (op, t), r in s.items():
         counts = {c: int(r.get(f"cause_{c}") or 0) for c in CAUSES}
         if sum(counts.values()):
-            crow.append([op, t, counts["unexplained"], counts["saturation"], counts["scheme"], counts["tie"],
-                         sum(counts.values()), r.get("best_scheme"), r.get("best_scheme_exact_pct")])
-    crow.sort(key=lambda x: (-x[2], -x[6]))
+            new = int(r.get("failed_new") or 0) + int(r.get("errors_new") or 0)
+            crow.append([op, t, new, *(counts[c] for c in shown), sum(counts.values()), r.get("best_scheme"),
+                         r.get("best_scheme_exact_pct")])
+    crow.sort(key=lambda x: (-x[2], -x[3], -x[8]))
     if crow:
-        cols = ["op", "target", "unexplained", "saturation", "scheme", "tie", "mismatches", "best_scheme",
-                "best_scheme_exact_pct"]
-        parts.append('<div class="box wide">' + _table(cols, crow, "causes", set(cols[2:7] + ["best_scheme_exact_pct"]))
+        cols = ["op", "target", "new_failures", *shown, "mismatches", "best_scheme", "best_scheme_exact_pct"]
+        parts.append('<div class="box wide">' + _table(cols, crow, "causes", set(cols[2:9] + ["best_scheme_exact_pct"]))
                      + "</div>")
         parts.append(_img(plots.causes_svg([f"{x[0]} @ {x[1]}" for x in crow],
-                                           {c: [x[2 + i] for x in crow] for i, c in
-                                            enumerate(["unexplained", "saturation", "scheme", "tie"])}),
+                                           {c: [x[3 + i] for x in crow] for i, c in enumerate(shown)}),
                           "mismatch causes", "causes-plot"))
     else:
         parts.append("<p>No mismatching elements.</p>")
@@ -454,14 +481,14 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
     known = page.known.first()
     if known:
         frows = [[f'<span class="nw">{_e(r.get("case_id"))}</span>', r.get("target"), r.get("status"),
-                  r.get("finding") or r.get("waiver"), r.get("max_abs_lsb"), r.get("mismatches"), r.get("elements"),
+                  r.get("finding") or r.get("waiver"), _why(r), r.get("max_abs_lsb"), r.get("mismatches"), r.get("elements"),
                   f'<div class="worst">{_e(worst_text(r))}</div>', _causes_text(r),
                   _cmd(r["repro"]) if r.get("repro") else ""] for r in known]
-        cols = ["case", "target", "status", "finding or waiver", "max_abs_lsb", "mismatches", "elements",
+        cols = ["case", "target", "status", "finding or waiver", "why", "max_abs_lsb", "mismatches", "elements",
                 "worst element", "causes", "reproduce"]
         parts.append('<div class="box">' + _table(cols, frows, "known-failures", {"max_abs_lsb", "mismatches",
                                                                                   "elements"},
-                                                  {"case", "worst element", "reproduce"}) + "</div>")
+                                                  {"case", "why", "worst element", "reproduce"}) + "</div>")
         if page.known.n > len(known):
             parts.append(f'<p id="known-more">{page.known.n - len(known)} more known failures are not listed '
                          f'(the first {len(known)} are): results.jsonl and results.parquet hold them all.</p>')
@@ -488,6 +515,8 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
                             "certificate", {"cases", "failed"}))
 
     # ---- run facts
+    if history:   # ---- earlier runs of the same case set (reports/history.py, #22)
+        parts.append(history)
     parts.append('<h2 id="run-section">Run</h2>')
     if run_info:
         facts = [["suite", run_info.get("suite_version")],
@@ -523,7 +552,7 @@ def _models_section(model_rows: list[dict], layer_rows: list[dict]) -> str:
            "ran the whole model, else its harvested case's own verdict; layers.csv and models.csv in the run "
            "folder hold every value.</p>")]
     cols = ["model", "target", "layers", "layers_exact", "first_divergent_layer", "first_divergent_node",
-            "output_max_abs_lsb", "whole_model"]
+            "output_max_abs_lsb", "whole_model", "output_status", "verdict", "finding", "verdict_reason"]   # (#24)
     out.append('<div class="box wide">' + _table(cols, [[r.get(c) for c in cols] for r in model_rows], "models",
                                                  {"layers", "layers_exact"}) + "</div>")
     for model in dict.fromkeys(r["model"] for r in layer_rows):

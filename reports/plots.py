@@ -27,7 +27,7 @@ import numpy as np
 
 TARGET_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                  "#bcbd22", "#17becf"]
-CAUSE_COLORS = {"unexplained": "#d62728", "saturation": "#ff7f0e", "scheme": "#1f77b4", "tie": "#2ca02c"}
+CAUSE_COLORS = {"unexplained": "#d62728", "clamp": "#9467bd", "saturation": "#ff7f0e", "scheme": "#1f77b4", "tie": "#2ca02c"}
 
 IN = 72.0          # points per inch
 _EM = 0.684        # estimated width of a character, in font sizes (about DejaVu Sans; only for leaving room)
@@ -342,4 +342,40 @@ def layers_svg(model: str, layers: list[int], errors: dict[str, list[float | Non
             y1, 7)
     _frame(svg, x0, y0, x1, y1)
     svg.text((x0 + x1) / 2, y1 + 0.45 * IN, "layer (0 |error| drawn at the bottom)", 10, "middle")
+    return svg.bytes()
+
+
+# ---- the history's trend (reports/history.py, #22)
+def trend_svg(runs: list[str], new_failures: list[int], pass_pct: list[float | None]) -> bytes:
+    """Per run (x, oldest first): its new failures as red bars (left axis) and its pass rate as a
+    blue line (right axis, 0-100 %)."""
+    n = max(1, len(runs))
+    x0, x1, y0, y1 = 0.55 * IN, 0.55 * IN + max(2.0 * IN, n * 0.3 * IN), 0.3 * IN, 1.6 * IN
+    svg = _Svg(x1 + 0.6 * IN, y1 + 0.45 * IN)
+    svg.text((x0 + x1) / 2, 0.2 * IN, "new failures (bars) and pass rate (line) per run", 9, "middle")
+    slot = (x1 - x0) / n
+    top = max([1, *new_failures])
+    ticks = _nice(top, 4)
+    to_y = _linear(0, ticks[-1], y1, y0)
+    svg.open("bars")
+    for i, k in enumerate(new_failures):
+        if k:
+            svg.rect(x0 + (i + 0.2) * slot, float(to_y(k)), 0.6 * slot, y1 - float(to_y(k)), CAUSE_COLORS["unexplained"])
+    svg.close()
+    pct_y = _linear(0, 100, y1, y0)
+    svg.open("line")
+    pts = [(x0 + (i + 0.5) * slot, float(pct_y(p))) for i, p in enumerate(pass_pct) if p is not None]
+    for (a, b), (c, d) in zip(pts, pts[1:]):
+        svg.line(a, b, c, d, TARGET_COLORS[0], 1.5)
+    for a, b in pts:
+        svg.rect(a - 1.5, b - 1.5, 3, 3, TARGET_COLORS[0])
+    svg.close()
+    _yticks(svg, to_y(ticks).tolist(), [_tick_label(v) for v in ticks], x0, 8)
+    for v in (0, 50, 100):
+        svg.line(x1, float(pct_y(v)), x1 + 3.5, float(pct_y(v)))
+        svg.text(x1 + 5.5, float(pct_y(v)), f"{v}%", 8, "start", "center")
+    for i in range(len(runs)):
+        svg.text(x0 + (i + 0.5) * slot, y1 + 5, str(i + 1), 7, "middle", "top")
+    _frame(svg, x0, y0, x1, y1)
+    svg.text((x0 + x1) / 2, y1 + 0.38 * IN, "run (oldest first)", 8, "middle")
     return svg.bytes()

@@ -7,7 +7,7 @@ end, which adds what the rows say and writes it again::
     run_id, suite_version, git {commit, branch, dirty}, started, finished, exit_status,
     interrupted, planned (results a complete run writes; from collection), command, options {seed, cases_per_op, ops, targets, scheme, tolerance {file,
     version}, warmup, repeats, batch_size, case_files, waivers, certify, report_dir, workers},
-    host {hostname, platform, machine, python, cpu_count, cpu_model, numpy},
+    host {hostname, platform, machine, python, cpu_count, cpu_model, numpy, isa},
     targets {name: {description, expected_scheme, versions {component: version}, devices}},
     unavailable_targets {name: reason}; at the end: counts {status: n}, cost {...}, devices_seen
 """
@@ -28,6 +28,8 @@ import numpy
 
 from reports.results import write_json
 from suite import __version__
+from suite.core.errors import QconformError
+from suite.core.userfile import read_text
 
 RUN_JSON = "run.json"
 FORMAT = "qconform-run/1"
@@ -58,10 +60,12 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def host_info() -> dict[str, Any]:
+def host_info(isa: list[str] | None = None) -> dict[str, Any]:
+    """This host; ``isa``: the ISA extensions the runtimes dispatch on (targets.device_runner.isa_flags),
+    sorted."""
     return {"hostname": socket.gethostname(), "platform": platform.platform(), "machine": platform.machine(),
             "python": sys.version.split()[0], "cpu_count": os.cpu_count(), "cpu_model": _cpu_model(),
-            "numpy": numpy.__version__}
+            "numpy": numpy.__version__, "isa": list(isa) if isa is not None else None}
 
 
 def now() -> str:
@@ -70,21 +74,22 @@ def now() -> str:
 
 def run_info(*, run_id: str, options: dict, targets: dict[str, dict], unavailable: dict[str, str], started: str,
              command: list[str], finished: str | None = None, exit_status: int | None = None,
-             interrupted: bool = False) -> dict[str, Any]:
+             interrupted: bool = False, isa: list[str] | None = None) -> dict[str, Any]:
     """The run.json document. ``targets``: name -> {description, expected_scheme,
     versions {component: version}, devices (remote targets)}; ``unavailable``: name -> why."""
     return {
         "format": FORMAT, "run_id": run_id, "suite_version": __version__, "git": git_info(),
         "started": started, "finished": finished, "exit_status": exit_status, "interrupted": bool(interrupted),
-        "command": list(command), "options": dict(options), "host": host_info(),
+        "command": list(command), "options": dict(options), "host": host_info(isa),
         "targets": {name: dict(t) for name, t in targets.items()},
         "unavailable_targets": dict(unavailable),
     }
 
 
-def with_results(doc: dict[str, Any], *, counts: dict[str, int], rows: int, devices: list[str]) -> dict[str, Any]:
+def with_results(doc: dict[str, Any], *, counts: dict[str, int], rows: int, devices: list[str],
+                 isa: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """``doc`` plus what the rows say: ``counts`` per status, the number of rows and the run's
-    wall time in ``cost``, and the devices seen (farm runs)."""
+    wall time in ``cost``, the devices seen (farm runs) and each one's ISA flags (``devices_isa``)."""
     out = dict(doc)
     out["counts"] = dict(counts)
     cost: dict[str, Any] = {**(doc.get("cost") or {}), "rows": rows}
@@ -94,6 +99,33 @@ def with_results(doc: dict[str, Any], *, counts: dict[str, int], rows: int, devi
     out["cost"] = cost
     if devices:
         out["devices_seen"] = sorted(devices)
+    if isa:
+        out["devices_isa"] = {d: list(flags) for d, flags in sorted(isa.items())}
+    return out
+
+
+def machines(doc: dict[str, Any] | None) -> list[str]:
+    """One line per machine the run used, for a report's header: this host (CPU, ISA flags), then
+    each device with its ISA flags (run.json's device facts, or ``devices_isa`` from the rows)."""
+    doc = doc or {}
+    h = doc.get("host") or {}
+    out = []
+    if h:
+        isa = h.get("isa")
+        out.append(f"host {h.get('hostname')}: {h.get('cpu_model')} x {h.get('cpu_count')} ({h.get('machine')}), ISA "
+                   + (" ".join(isa) if isa else "none listed" if isa is not None else "not recorded"))
+    devices: dict[str, dict] = {}
+    for t in (doc.get("targets") or {}).values():
+        for label, facts in ((t or {}).get("devices") or {}).items():
+            if isinstance(facts, dict) and "isa" in facts:
+                devices.setdefault(label, facts)
+    for label, isa in (doc.get("devices_isa") or {}).items():
+        devices.setdefault(label, {"isa": isa})
+    for label, facts in sorted(devices.items()):
+        isa = facts.get("isa")
+        isa = isa.split() if isinstance(isa, str) else isa or []
+        soc = f"{facts['soc']}, " if facts.get("soc") else ""
+        out.append(f"device {label}: {soc}ISA {' '.join(isa) or 'none listed'}")
     return out
 
 
@@ -113,7 +145,7 @@ def write_run_info(run_dir: str | Path, doc: dict[str, Any]) -> Path:
 
 def read_run_info(run_dir: str | Path) -> dict[str, Any] | None:
     try:
-        doc = json.loads((Path(run_dir) / RUN_JSON).read_text())
-    except (OSError, ValueError):
+        doc = json.loads(read_text(Path(run_dir) / RUN_JSON, RUN_JSON, kind="run"))
+    except (QconformError, ValueError, RecursionError):
         return None
     return doc if isinstance(doc, dict) else None

@@ -16,8 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from reports import witness
 from reports.causes import BiasTally, SchemeTally, judge_group
 from reports.runinfo import missing_rows
+from reports.since import markdown_section as since_section
+from reports.runinfo import machines
+from suite.core.findings import why
 from suite.core.text import md_cell, md_code
 from suite.core.verdict import ERRORS, Status
 
@@ -344,17 +348,23 @@ def _md(v) -> str:
 
 
 def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[dict] | None = None,
-                  n_new: int | None = None, cross: list[dict] | None = None) -> str:
+                  n_new: int | None = None, cross: list[dict] | None = None, review: list[dict] | None = None,
+                  since: str | None = None) -> str:
     """summary.md: the verdict, the new failures (``new``: their rows, as reports.html.Page keeps
     them, ``n_new`` of them in all; and their (op, target)s), the cross-device table (``cross``:
     reports.crossdevice), then the whole table."""
     word, line = verdict(totals(summary), run_info)
     out = [f"# qconform summary\n\n**{word}: {line}**\n"]
+    where = machines(run_info)
+    out += [f"- {_md(m)}" for m in where] + ([""] if where else [])
+    out.append(since or since_section(None))   # new since the baseline, or that there is none (#22)
     if new:
         out.append("## New failures\n")
-        out.append("| case | target | status | max_abs_lsb | worst element | reason | reproduce |\n|---|---|---|---|---|---|---|")
+        out.append("| case | target | status | max_abs_lsb | worst element | witnesses | reason | reproduce |\n"
+                   "|---|---|---|---|---|---|---|---|")
         out += ["| " + " | ".join(_md(v) for v in (
             r.get("case_id"), r.get("target"), r.get("status"), r.get("max_abs_lsb"), worst_text(r),
+            witness.row_text(r) or None,   # (reports/witness.py)
             r.get("reason"))) + f" | {md_code(r['repro']) if r.get('repro') else ''} |" for r in new[:MD_NEW_CAP]]
         more = (n_new or len(new)) - min(len(new), MD_NEW_CAP)
         out.append(f"\n{more} more: index.html and results.jsonl list them all.\n" if more > 0 else "")
@@ -366,6 +376,14 @@ def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[d
     if whole:
         out.append("## (op, target)s failing as a whole (bias, declared scheme)\n\n"
                    + "".join(f"- {r['op']} on {r['target']}: {_md(r['group_failure'])}\n" for r in whole))
+    if review:   # ---- golden values no runtime reproduces (reports/witness.py)
+        out.append(f"## Golden values for review: {len(review)} cases that two runtimes or more ran, none bit-exact\n\n"
+                   + to_markdown(review[:MD_NEW_CAP]))
+    known = known_findings(summary)   # (#24: each finding with its reason, where people read)
+    if known:
+        out.append("## Known findings (why these failures are expected)\n\n"
+                   + "".join(f"- **{fid}** ({_md(', '.join(where))}): {_md(why(fid) or 'not in findings.toml')}\n"
+                             for fid, where in known.items()))
     if cross:
         out.append("## Same cases on other devices: outputs that differ bit-wise\n\n"
                    "`differ`: cases whose outputs are not bit-identical across the devices, of `compared`; "
@@ -377,6 +395,18 @@ def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[d
                    "never in `p50_latency_us` nor compared with it.\n")
     out.append("## Every (op, target)\n\n" + to_markdown(summary))
     return "\n".join(out)
+
+
+def known_findings(summary: list[dict]) -> dict[str, list[str]]:
+    """{finding id: the "op on target"s it explains} over the summary's rows (a case's or a whole
+    (op, target)'s), in the order they come."""
+    out: dict[str, list[str]] = {}
+    for r in summary:
+        for fid in filter(None, str(r.get("findings") or "").split(",")):
+            where = out.setdefault(fid, [])
+            if f"{r['op']} on {r['target']}" not in where:
+                where.append(f"{r['op']} on {r['target']}")
+    return out
 
 
 def to_text(summary: list[dict], columns: list[str] | None = None) -> str:

@@ -3,6 +3,8 @@
 #
 #   BOARD/rootfs/               Debian 13 "trixie" arm64 (mmdebstrap --variant=extract: Python 3.13, libstdc++)
 #   BOARD/qemu-aarch64-static   QEMU 10 user mode, taken from trixie's qemu-user-static (amd64)
+#   BOARD/qemu-x86_64-static    the same package's x86-64 QEMU, for --device=qemu-x86:?cpu=MODEL (this host's
+#                               runtimes as another x86-64 CPU: Haswell, Nehalem, ...)
 #   BOARD/site-packages/        the aarch64 wheels (cp313): ai-edge-litert, onnxruntime, onnxruntime-qnn, numpy
 #   BOARD/board.json            what was built; written last, so its presence means a whole board
 #
@@ -58,11 +60,24 @@ for name in ("ai-edge-litert", "onnxruntime", "onnxruntime-qnn", "numpy"):
 EOF
 }
 built() { [ -f "$BOARD/board.json" ] && [ -x "$BOARD/qemu-aarch64-static" ] && [ -x "$BOARD/rootfs/usr/bin/python3" ]; }
+# qemu_x86 DIR: trixie's qemu-x86_64-static into DIR (a board built before it was kept gets it alone)
+qemu_x86() {
+  local tmp
+  tmp=$(mktemp -d "$1/.qemu.XXXXXX")
+  if command -v mmdebstrap >/dev/null 2>&1 && timeout 300 mmdebstrap --quiet --variant=extract \
+       --include=qemu-user-static "$SUITE" "$tmp/q" "$MIRROR" && [ -e "$tmp/q/usr/bin/qemu-x86_64-static" ]; then
+    cp -L "$tmp/q/usr/bin/qemu-x86_64-static" "$1/qemu-x86_64-static"
+  else
+    say "could not take qemu-x86_64-static from Debian $SUITE (no mmdebstrap or no registry): no qemu-x86 device"
+  fi
+  rm -rf "$tmp"
+}
 
 if built; then
   old=$(stale)
   if [ -z "$old" ]; then
     [ "$CHECK" = 1 ] && exit 0
+    [ -x "$BOARD/qemu-x86_64-static" ] || qemu_x86 "$BOARD"
     ver=$(timeout 20 "$BOARD/qemu-aarch64-static" --version | head -n1)
     say "board ready in $BOARD ($ver; $(du -sm "$BOARD" | cut -f1) MB; built before: nothing to do)"
     exit 0
@@ -102,11 +117,12 @@ fi
 STAGE=$(mktemp -d "$BOARD.new.XXXXXX")
 trap 'rm -rf "$STAGE"' EXIT
 
-# 3. QEMU 10 from trixie's qemu-user-static (amd64): only the aarch64 binary is kept
+# 3. QEMU 10 from trixie's qemu-user-static (amd64): the aarch64 and x86-64 binaries are kept
 say "QEMU from Debian $SUITE ..."
 timeout 300 mmdebstrap --quiet --variant=extract --include=qemu-user-static "$SUITE" "$STAGE/qemu" "$MIRROR" \
   || fail 3 "mmdebstrap of qemu-user-static failed (exit $?)"
 cp -L "$STAGE/qemu/usr/bin/qemu-aarch64-static" "$STAGE/qemu-aarch64-static"
+cp -L "$STAGE/qemu/usr/bin/qemu-x86_64-static" "$STAGE/qemu-x86_64-static"
 rm -rf "$STAGE/qemu"
 QEMU_VERSION=$(timeout 20 "$STAGE/qemu-aarch64-static" --version | head -n1)
 

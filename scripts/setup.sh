@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up qconform on a fresh machine: a virtual environment in .venv with the suite and
-# every runtime it tests (LiteRT, ONNX Runtime, onnxruntime-qnn), installed editable.
+# every runtime it tests (LiteRT, ONNX Runtime, onnxruntime-qnn, TFLite Micro, OpenVINO), installed
+# editable, and the TOSA tools in a venv of their own (.venv-tosa: they pin an older NumPy).
 #
 #   bash scripts/setup.sh          # the suite and its runtimes
 #   bash scripts/setup.sh --dev    # + what the project's own tests need: hypothesis, pytest-xdist,
@@ -55,6 +56,12 @@ if [ "$DEV" = 1 ]; then
     fi
   fi
 fi
+# The TOSA target's tools pin an older NumPy than the suite's: a venv of their own (targets/tosa.py)
+if [ ! -x .venv-tosa/bin/python ]; then
+  "$PY" -m venv .venv-tosa
+fi
+.venv-tosa/bin/python -m pip install -q tosa-tools==2026.8.0 tosa-converter-for-tflite==2026.2.0 \
+  || echo "setup.sh: the TOSA tools did not install into .venv-tosa: the tosa target is unavailable" >&2
 command -v "${CC:-cc}" >/dev/null 2>&1 || echo "setup.sh: no C compiler (${CC:-cc}): the golden takes its NumPy path (same outputs, slower FULLY_CONNECTED gemvs); apt-get install gcc to add it" >&2
 .venv/bin/python -m suite targets >/dev/null
 echo "setup.sh: ready (.venv)"

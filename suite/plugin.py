@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from reports import terminal_lines, write_reports
+from reports.diff import run_folder
 from reports.results import iter_rows
 from reports.runinfo import now, run_info, write_run_info
 from reports.summary import (
@@ -36,13 +37,17 @@ from suite.core.verdict import Outcome, Status, Verdict
 from suite.harness import resume as resume_mod
 from suite.harness.folder import DiskError, RunFolder, disk_error, new_run_id, write_whole
 from suite.harness.goldens import GoldenStore
+from suite.harness.groups import GROUP_TEST, GroupRows, after_their_cases, has_group_rule
 from suite.harness.hunt import Hunter, HuntOptions, findings_on
+from suite.harness.junit import add_suite_properties, suite_properties
 from suite.harness.options import DEFAULT_REPORT_ROOT
 from suite.harness.repro import TOLERANCE_COPY
 from suite.harness.run import Run
 from suite.harness.session import set_up
+from suite.harness.shard import parse_shard, shard_info
 from suite.models.harvest import harvest_model, model_feeds
-from suite.models.verdicts import write_model_reports
+from suite.models.verdicts import model_lines, write_model_reports
+from targets.device_runner import isa_flags
 from targets.remote import plan_workers
 from targets.transport import parse_device_list
 
@@ -52,7 +57,7 @@ SESSION = pytest.StashKey["QconformSession"]()
 #: the run, in place of its setup's wall time (the first test of a batch waits for the whole batch)
 SECONDS = pytest.StashKey[float]()
 _OWN_OPTIONS = ("--target", "--case-file", "--model", "--ops", "--cases-per-op", "--seed", "--report-dir",
-                "--tolerance", "--scheme", "--certify", "--device", "--resume", "--waivers", "--hunt")
+                "--tolerance", "--scheme", "--certify", "--device", "--resume", "--waivers", "--hunt", "--shard")
 _PROPERTIES = tuple((k, f"qconform.{k}") for k in ("status", "bit_exact", "max_abs_lsb", "mismatches",
                                                   "elements", "p50_us", "repro"))
 _SELECTING = ("keyword", "markexpr", "deselect", "lf", "failedfirst", "stepwise", "stepwise_skip")
@@ -101,6 +106,8 @@ def pytest_addoption(parser):
                 help="device profile (TOML) of the netrun target (qnn-net-run style tools)")
     g.addoption("--certify", action="store_true", default=False,
                 help="write certificate.md/.json: a verdict per op and target (see docs/reports.md)")
+    g.addoption("--certify-key", default=None, metavar="FILE",
+                help="sign the certificate with this key file (default: the per-user key of the golden store)")
     g.addoption("--waivers", action="append", default=[], metavar="FILE",
                 help="waiver file (qconform-waivers/1) turning known failures into 'waived' (repeatable)")
     g.addoption("--isolation", default="process", choices=["process", "none"],
@@ -112,7 +119,7 @@ def pytest_addoption(parser):
     g.addoption("--ahead", type=int, default=4, metavar="N",
                 help="batches a target's worker process is given before their tests ask, so it runs "
                      "while pytest reports (default 4; 0: each batch when its first test asks)")
-    g.addoption("--timeout", type=float, default=60.0, metavar="SECONDS",
+    g.addoption("--case-timeout", type=float, default=60.0, metavar="SECONDS",   # (--timeout: pytest-timeout's)
                 help="per-case time limit of an isolated target (default 60; scaled for batches)")
     g.addoption("--model", default=None, metavar="MODEL",
                 help="an int8 .tflite or QDQ .onnx model: its layers as cases on each target, the whole model on "
@@ -122,6 +129,12 @@ def pytest_addoption(parser):
     g.addoption("--hunt", type=float, default=None, metavar="SECONDS",
                 help="after the cases, hunt each (op, target) for SECONDS (qconform hunt, docs/hunt.md): "
                      "test <OP>:<target>::test_hunt fails with the new distinct failures; cases in <run>/hunt/")
+    g.addoption("--baseline", default=None, metavar="RUN",
+                help="a run folder (or a report directory: its latest run) to compare with: the report "
+                     "opens with what is new since it, then what still fails (see docs/reports.md)")
+    g.addoption("--shard", default=None, metavar="K/N",
+                help="run the K-th of N shares of the (op, target) groups (the same split on every host, balanced "
+                     "by cases); `qconform merge` makes one run of the N shards (see docs/devices.md)")
     g.addoption("--resume", default=None, metavar="RUN_DIR",
                 help="continue an interrupted run: skip the (case, target) pairs RUN_DIR/results.jsonl "
                      "records, append the rest, rebuild the summaries (see docs/reliability.md)")
@@ -130,6 +143,9 @@ def pytest_addoption(parser):
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
     """``pytest --target=X`` with no test path runs the conformance tests from any folder."""
+    if any(a == "--timeout" or a.startswith("--timeout=") for a in args) and \
+            not early_config.pluginmanager.hasplugin("timeout"):   # the option's old name
+        raise pytest.UsageError("qconform: the per-case time limit is --case-timeout (--timeout is pytest-timeout's)")
     if getattr(early_config.known_args_namespace, "file_or_dir", None):
         return
     if any(a == o or a.startswith(o + "=") for a in args for o in _OWN_OPTIONS):
@@ -155,6 +171,7 @@ def pytest_cmdline_main(config):
     return (yield)
 
 
+@pytest.hookimpl(optionalhook=True)   # (pytest-xdist's hook: a run without it, -p no:xdist, still starts)
 def pytest_xdist_auto_num_workers(config):
     """``-n auto`` with several --device values: one worker per device."""
     try:
@@ -190,7 +207,8 @@ def pytest_configure(config):
 def _is_conformance_run(config) -> bool:
     """Whether this pytest invocation collects the conformance tests (suite/)."""
     o = config.option
-    if o.target or o.case_file or o.model or o.ops or o.cases_per_op is not None or o.device or o.resume or o.hunt:
+    if (o.target or o.case_file or o.model or o.ops or o.cases_per_op is not None or o.device or o.resume or o.hunt
+            or o.shard):
         return True
     for a in config.args:
         p = Path(str(a).split("::")[0]).resolve()
@@ -215,6 +233,7 @@ def qc_verdict(request, qc_case) -> Verdict:
         (name, v.row[k]) for k, name in _PROPERTIES if v.row.get(k) is not None)
     if v.seconds is not None:
         request.node.stash[SECONDS] = v.seconds
+    session.group_rows.add(v.row)   # its (op, target)'s test_group judges the group from them
     if v.outcome is Outcome.ERROR:
         raise QcTargetError(v.message)
     return v
@@ -236,6 +255,13 @@ class QconformSession:
         self.policy, self.tolerance_digest, self.reruns = s.policy, s.tolerance_digest, s.reruns
         self.resumed, self.device_text = s.resumed, s.device_text
         policy, waivers, policy_text = s.policy, s.waivers, s.policy_text
+        # resolved before this run's folder exists: a `latest` given as the baseline must not become this run
+        self.baseline = run_folder(o.baseline, "--baseline") if o.baseline and self.controller else None
+        if self.resumed is not None and not o.shard:   # ---- --shard (a resumed shard stays that shard)
+            o.shard = (self.resumed.options.get("shard") or {}).get("text")
+        self.shard, self.shard_groups, self.shard_doc = parse_shard(o.shard), None, None
+        if self.shard is not None:
+            self.shard_groups, self.shard_doc = shard_info(self.shard, self._group_sizes())
         if self.controller:
             self.run_id = self.resumed.run_id if self.resumed else new_run_id()
             self.folder = (RunFolder.resume(self.resumed.dir) if self.resumed
@@ -247,6 +273,9 @@ class QconformSession:
             self.run_id = self.worker_input["qconform_run_id"]
             self.folder = RunFolder.join(self.worker_input["qconform_dir"])
         self.run: Run | None = None
+        self.group_rows = GroupRows()   # ---- group verdicts as tests (suite/harness/groups.py)
+        if self.resumed is not None:
+            self.group_rows.preload(self.folder.path, self.run_id, self.resumed.offset)
         try:
             if not self.distributed and not _runs_no_tests(o):
                 store = GoldenStore(Path(self.opts.golden_cache)) if self.opts.golden_cache else None
@@ -285,9 +314,10 @@ class QconformSession:
                        "workers": getattr(self.config.option, "numprocesses", None), "filtered": self.filtered,
                        "tolerance_digest": self.tolerance_digest,
                        "tolerance_copy": str(self.folder.path / TOLERANCE_COPY),
-                       "model": self.config.option.model}
+                       "model": self.config.option.model, "shard": self.shard_doc}
             self._doc = run_info(run_id=self.run_id, options=options, targets=targets, unavailable=self.unavailable,
-                                 started=self.started, command=[str(a) for a in self.config.invocation_params.args])
+                                 started=self.started, command=[str(a) for a in self.config.invocation_params.args],
+                                 isa=isa_flags())
             doc = self._doc
         else:   # (git and host facts as at the start)
             cost = {k: round(float(v), 3) for k, v in (self.run.stats if self.run is not None else {}).items()}
@@ -316,6 +346,10 @@ class QconformSession:
                              f"{self.versions(n)}")
         if not self.targets:
             lines.append("  no target is available: see `qconform targets`")
+        if self.shard_doc is not None:
+            d = self.shard_doc
+            lines.append(f"  shard {d['text']}: {len(d['groups'])} of {d['groups_total']} (op, target) groups, "
+                         f"{d['cases']} of {d['cases_total']} cases")
         return lines
 
     def _cases(self) -> list[Case]:
@@ -334,11 +368,33 @@ class QconformSession:
         nodes = []
         for op in dict.fromkeys(c.op for c in self._cases()):
             for t in self.targets:
+                if self.shard_groups is not None and (op, t) not in self.shard_groups:
+                    continue   # another shard's group
                 name = f"{op}:{t}"   # the class is looked up on the module by its node's name
                 extra = {"test_hunt": _test_hunt} if self.config.option.hunt else {}
+                if self._has_group_rule(op, t):
+                    extra[GROUP_TEST] = _test_group
                 setattr(collector.obj, name, type(name, (obj,), {"op": op, "target": t, "__qconform__": False, **extra}))
                 nodes.append(pytest.Class.from_parent(collector, name=name))
         return nodes
+
+    def _group_sizes(self) -> dict[tuple[str, str], int]:
+        """(op, target) -> its cases: what --shard splits."""
+        per_op: dict[str, int] = {}
+        for c in self._cases():
+            per_op[c.op] = per_op.get(c.op, 0) + 1
+        return {(op, t): n for op, n in per_op.items() for t in self.targets}
+
+    def _has_group_rule(self, op: str, target: str) -> bool:
+        dtypes = {c.outputs[0].dtype for c in self._cases() if c.op == op and c.outputs}
+        return has_group_rule(op, target, dtypes, self.policy, getattr(self.targets[target], "expected_scheme", None))
+
+    def judge_group(self, op: str, target: str) -> tuple[int, int, list[dict]]:
+        """(cases judged, cases of the op, failures) of (op, target) as a whole."""
+        t = self.targets[target]
+        judged, failures = self.group_rows.judge(op, target, self.policy, self.versions(target),
+                                                 getattr(t, "expected_scheme", None))
+        return judged, sum(1 for c in self._cases() if c.op == op), failures
 
     def pytest_generate_tests(self, metafunc):
         if "qc_case" not in metafunc.fixturenames:
@@ -349,6 +405,7 @@ class QconformSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items):
+        after_their_cases(items)
         items.sort(key=lambda item: item.name == "test_hunt")   # the hunts after every case (a stable sort)
         if self.resumed is None:
             return
@@ -413,7 +470,7 @@ class QconformSession:
 
     def hunt(self, op: str, target: str):
         """qconform hunt of (op, target) for --hunt seconds, judged as this run judges (scheme, its
-        copy of the tolerance policy, --timeout, --seed); its cases go to <run folder>/hunt/."""
+        copy of the tolerance policy, --case-timeout, --seed); its cases go to <run folder>/hunt/."""
         if target not in self.hunters:
             o = self.opts
             opts = HuntOptions(seed=o.seed, budget=self.config.option.hunt, timeout=o.timeout, scheme=o.scheme,
@@ -446,20 +503,26 @@ class QconformSession:
                 elif not bad and session.exitstatus == 5:
                     session.exitstatus = 0
             if self.graph is not None:   # layers.csv, models.csv: before the page, which shows them
-                write_model_reports(self.folder.path, self.graph, self.model_feeds, self.targets, self.policy,
-                                    self.opts.scheme, {n: self.versions(n) for n in self.targets},
-                                    timeout=10 * self.opts.timeout)
+                self.model_lines = model_lines(write_model_reports(
+                    self.folder.path, self.graph, self.model_feeds, self.targets, self.policy, self.opts.scheme,
+                    {n: self.versions(n) for n in self.targets}, timeout=10 * self.opts.timeout))
+                if session.exitstatus == 0 and any(bad for _, bad in self.model_lines):   # (#24) like a group's
+                    session.exitstatus = 1
             while True:   # a signal while the reports are written: written again, as interrupted
                 signals = self.stop.count if self.stop is not None else 0
                 self.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or signals > 0
                 if self.interrupted:
                     session.exitstatus = pytest.ExitCode.INTERRUPTED
-                doc = self._write_run_info(finished=now(), exit_status=int(session.exitstatus),
+                doc = self._doc = self._write_run_info(finished=now(), exit_status=int(session.exitstatus),
                                            interrupted=self.interrupted, planned=self.planned)
                 self.report = write_reports(self.folder.path, policy=self.policy,
                                             parquet_in_child=True,
                                             waivers=self.run.waivers if self.run else None,
-                                            certify=self.opts.certify, run_info=doc)
+                                            certify=self.opts.certify, run_info=doc,
+                                            baseline=self.baseline,
+                                            certify_cases=([[c.id, c.sha256()] for c in self._cases()]
+                                                           if self.opts.certify and self.graph is None else None),
+                                            certify_key=self.config.getoption("certify_key"))
                 if self.interrupted or self.stop is None or self.stop.count == signals:
                     break
             # an (op, target) failing as a whole (its bias, its declared scheme) fails the run; judged
@@ -511,6 +574,10 @@ class QconformSession:
                 tr.write_line("every (op, target): summary.md in the run folder, or -v")
         for line, markup in terminal_lines(rep):
             tr.write_line(line, **markup)
+        models_bad = 0
+        for line, bad in getattr(self, "model_lines", []):   # --model: one line per (model, target) (#24)
+            tr.write_line(line, red=bad, yellow=not bad)
+            models_bad += bad
         if self.run is not None and self.run.goldens.store is not None:
             for p in self.run.goldens.store.problems:
                 tr.write_line(f"qconform: golden cache: {p}", yellow=True)
@@ -518,15 +585,23 @@ class QconformSession:
         short = (f" ({rep.missing} of {self.planned} planned results have no row)" if rep.missing else "")
         if rep.summary:   # the last qconform line: the verdict, new failures apart from known ones
             t = totals(rep.summary)
-            tr.write_line(f"qconform: {verdict_line(t)}" + (" (interrupted: the results so far)" if self.interrupted
-                                                             else "") + short, red=bool(t["new"] or t["groups_new"]),
-                          green=not (t["new"] or t["groups_new"] or short), bold=True)
+            bad = bool(t["new"] or t["groups_new"] or models_bad)
+            tr.write_line(f"qconform: {verdict_line(t)}" + (f"; {models_bad} (model, target) failing as a whole"
+                                                             if models_bad else "")
+                          + (" (interrupted: the results so far)" if self.interrupted else "") + short,
+                          red=bad or bool(short), green=not (bad or short), bold=True)
         elif self.interrupted or short:
             tr.write_line(f"qconform: INCOMPLETE: no case was judged{short}", red=True, bold=True)
 
     def pytest_unconfigure(self, config):
         if self.stop is not None:
             self.stop.restore()
+        xml = getattr(config.option, "xmlpath", None)   # ---- --junitxml: the run's properties (suite/harness/junit.py)
+        if self.controller and xml and Path(xml).is_file() and getattr(self, "_doc", None):
+            try:
+                add_suite_properties(xml, suite_properties(self._doc))
+            except (OSError, ValueError, SyntaxError) as e:   # (ET.ParseError is a SyntaxError)
+                print(f"qconform: could not add the run's properties to {xml}: {e}")
         self._close_hunters()
         if self.run is not None:   # no session end (--markers, a plugin's sessionstart raised)
             self.run.close()
@@ -540,6 +615,19 @@ def _test_hunt(self, request):
         pytest.fail(res.summary(), pytrace=False)
     if res.groups:
         pytest.xfail(f"known findings only: {res.summary()}")
+
+
+def _test_group(self, request):
+    """<OP>:<target>::test_group: the (op, target) judged whole (bias, declared scheme; what the
+    certificate's op_failures and the run's exit status say), after its cases."""
+    judged, total, failures = request.config.stash[SESSION].judge_group(self.op, self.target)
+    new = [f["text"] for f in failures if not f["finding"]]
+    if new:
+        pytest.fail(f"{self.op} on {self.target} as a whole: " + "; ".join(new), pytrace=False)
+    if judged < total:   # a subset that shows no bias shows nothing: not a pass
+        pytest.skip(f"not judged: {judged} of the {total} cases of {self.op} on {self.target} ran")
+    if failures:
+        pytest.xfail("; ".join(f"{f['text']} [known finding {f['finding']}]" for f in failures))
 
 
 def _pair(item) -> tuple[Case, str] | None:

@@ -25,11 +25,14 @@ BUILTIN: dict[str, str] = {
     "tflite-ref": "targets.tflite:TfliteRefTarget",
     "ort": "targets.ort:OrtTarget",
     "htp": "targets.htp:HtpTarget",
+    "tflm": "targets.tflm:TflmTarget",
+    "openvino": "targets.openvino:OpenvinoTarget",
+    "tosa": "targets.tosa:TosaTarget",
     "netrun": "targets.netrun:NetrunTarget",   # needs --netrun-profile (docs/devices.md)
 }
 
 #: what `pytest` with no --target runs (each only if available)
-DEFAULT_TARGETS = ["ref", "tflite", "tflite-ref", "ort", "htp"]
+DEFAULT_TARGETS = ["ref", "tflite", "tflite-ref", "ort", "htp", "tflm"]
 
 ENTRY_POINT_GROUP = "qconform.targets"
 

@@ -36,7 +36,9 @@ versions, HTP performance mode). The last line on stdout is
 
 from __future__ import annotations
 
+import ctypes
 import json
+import mmap
 import os
 import platform
 import subprocess
@@ -123,6 +125,64 @@ def _cpuinfo():
     return fields
 
 
+#: the x86 ISA extensions runtimes dispatch on (/proc/cpuinfo's names): CPUID (leaf, subleaf, register, bit)
+#: and the XCR0 state bits the OS must enable for them (as the runtimes' own dispatch checks)
+X86_ISA = {"sse4_1": (1, 0, 2, 19, 0), "fma": (1, 0, 2, 12, 0x6), "avx2": (7, 0, 1, 5, 0x6),
+           "avx512f": (7, 0, 1, 16, 0xE6), "avx512bw": (7, 0, 1, 30, 0xE6), "avx512_vnni": (7, 0, 2, 11, 0xE6),
+           "avx_vnni": (7, 1, 0, 4, 0x6), "amx_bf16": (7, 0, 3, 22, 0x60000), "amx_tile": (7, 0, 3, 24, 0x60000),
+           "amx_int8": (7, 0, 3, 25, 0x60000)}
+#: the aarch64 ones (/proc/cpuinfo's Features)
+ARM_ISA = ("asimd", "asimddp", "i8mm", "sve", "sve2")
+# cpuid(leaf, subleaf, uint32 out[4]) and xgetbv(0), x86-64 System V
+_CPUID = bytes.fromhex("5389f889f14989d00fa241890041895804418948084189500c5bc3")
+_XGETBV = bytes.fromhex("31c90f01d048c1e2204809d0c3")
+
+
+def _x86_cpuid_isa():
+    """The X86_ISA flags the CPU reports through CPUID and the OS enables in XCR0: what the
+    runtimes see, also under QEMU user mode, where /proc/cpuinfo is the host's, not the emulated
+    CPU's. None if code cannot be run from memory here."""
+    try:
+        page = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                         prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    except (OSError, AttributeError, ValueError):
+        return None
+    page.write(_CPUID + _XGETBV)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(page))
+    regs = (ctypes.c_uint32 * 4)()
+    cpuid = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p)(base)
+
+    def reg(leaf, sub, r):
+        cpuid(leaf, sub, ctypes.addressof(regs))
+        return regs[r]
+    cpuid(0, 0, ctypes.addressof(regs))
+    top = regs[0]
+    osxsave = top >= 1 and reg(1, 0, 2) >> 27 & 1
+    xcr0 = ctypes.CFUNCTYPE(ctypes.c_uint64)(base + len(_CPUID))() if osxsave else 0
+    return sorted(name for name, (leaf, sub, r, bit, state) in X86_ISA.items()
+                  if leaf <= top and reg(leaf, sub, r) >> bit & 1 and xcr0 & state == state)
+
+
+def isa_flags():
+    """The ISA extensions of :data:`X86_ISA` / :data:`ARM_ISA` this CPU has, sorted: on x86-64
+    from CPUID (/proc/cpuinfo's flags where code cannot run from memory), on aarch64 from
+    /proc/cpuinfo's Features (QEMU emulates that file for an aarch64 guest)."""
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64"):
+        try:
+            found = _x86_cpuid_isa()
+        except Exception:
+            found = None
+        if found is not None:
+            return found
+        names = X86_ISA
+    else:
+        names = ARM_ISA
+    ci = _cpuinfo()
+    present = set((ci.get("flags") or ci.get("Features") or "").split())
+    return sorted(n for n in names if n in present)
+
+
 def device_facts(runtime=None, options=None):
     """What the report records about the device: OS, SoC or CPU, runtime versions."""
     options = options or {}
@@ -147,6 +207,7 @@ def device_facts(runtime=None, options=None):
         fam = _read("/sys/devices/soc0/family")
         if fam:
             facts["soc_family"] = fam
+    facts["isa"] = isa_flags()
     facts["numpy"] = np.__version__
     if runtime in ("onnxruntime", "onnxruntime-qnn"):
         try:

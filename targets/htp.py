@@ -87,6 +87,10 @@ class HtpTarget(OrtTarget):
             pass
         return v
 
+    #: onnxruntime-qnn's htp_performance_mode values (QNN EP configuration options)
+    PERFORMANCE_MODES = ("burst", "balanced", "default", "high_performance", "high_power_saver", "low_balanced",
+                         "extreme_power_saver", "low_power_saver", "power_saver", "sustained_high_performance")
+
     @property
     def perf_mode(self) -> str:
         return str(self.options.get("htp_performance_mode", "burst"))

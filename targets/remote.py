@@ -68,6 +68,11 @@ PROBE_GRACE_S = 2.0          # the host's wait for a probe command beyond its ti
 RUNTIME_PACKAGES = {"onnxruntime-qnn": "onnxruntime-qnn", "onnxruntime": "onnxruntime", "litert": "ai-edge-litert"}
 
 
+def _text(val) -> str:
+    """A device fact as text (a list, such as ``isa``: its items, space-separated)."""
+    return " ".join(map(str, val)) if isinstance(val, list) else str(val)
+
+
 @dataclass(frozen=True)
 class RemoteKind:
     model: str                 # "onnx" | "tflite"
@@ -181,7 +186,7 @@ class RemoteTarget(Target):
         if self._facts is None:
             self._facts = self._probe()
         v = {"device": self.device.label}
-        v.update({k: str(val) for k, val in self._facts.items() if val not in (None, "")})
+        v.update({k: _text(val) for k, val in self._facts.items() if val not in (None, "")})
         v.update({k: str(val) for k, val in self.runtime_options().items()})
         return v
 
@@ -388,8 +393,8 @@ class RemoteTarget(Target):
             o.info["batch_round_trips"] = trips
             o.info["batch_cases"] = len(cases)
             for k, v in facts.items():
-                if isinstance(v, (str, int, float)) and k != "probe_error":
-                    o.info.setdefault(f"device_{k}", v)
+                if isinstance(v, (str, int, float, list)) and k != "probe_error":
+                    o.info.setdefault(f"device_{k}", _text(v) if isinstance(v, list) else v)
         return outcomes  # type: ignore[return-value]
 
     def _give_up(self, why: str) -> None:

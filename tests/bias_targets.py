@@ -4,6 +4,7 @@
                   MultiplyByQuantizedMultiplier's final shift rounds ties toward +inf (as ARM's
                   SRSHL does without gemmlowp's fixup): each error is +1 at a negative tie
 ``HalfUpClaimsRef``  the same kernel, declaring ``expected_scheme = "tflite-ref-double"``
+``TurnsBiased``   "mykernel": the golden, or HalfUp with ``QCONFORM_BIASED=1``
 """
 
 from __future__ import annotations
@@ -30,3 +31,15 @@ class HalfUp(Target):
 class HalfUpClaimsRef(HalfUp):
     name = "half-up-claims-ref"
     expected_scheme = "tflite-ref-double"
+
+
+class TurnsBiased(HalfUp):
+    """A user kernel that turns biased: the golden (``tflite-ref-double``) unless
+    ``QCONFORM_BIASED=1``, then :class:`HalfUp`'s ties up (a "night" whose kernel changed)."""
+    name = "mykernel"
+    description = "the golden, or with QCONFORM_BIASED=1 ties toward +inf (test target)"
+
+    def run_one(self, case, timing: Timing) -> Outcome:
+        import os
+        scheme = self.scheme if os.environ.get("QCONFORM_BIASED") == "1" else "tflite-ref-double"
+        return Outcome.ok([np.array(o, copy=True) for o in golden(case, scheme)], [10.0])

@@ -29,6 +29,12 @@ if "QCONFORM_KEY_FILE" not in os.environ:
     os.environ["QCONFORM_KEY_FILE"] = str(Path(tempfile.mkdtemp(prefix="qconform-test-key-")) / "key")
 
 
+# The suite runs the tests start keep their order and seeds: pytest-randomly (dev extra) only
+# where a test asks for it (tests/test_ci_plugins.py); in-process runs: tests/inprocess.py.
+if "-p no:randomly" not in os.environ.get("PYTEST_ADDOPTS", ""):
+    os.environ["PYTEST_ADDOPTS"] = " ".join(filter(None, [os.environ.get("PYTEST_ADDOPTS"), "-p no:randomly"]))
+
+
 def run_folder(report_dir: Path) -> Path:
     """The folder of the last run under ``--report-dir`` ``report_dir`` (its runs/<run id>/), or
     ``report_dir`` itself when it is a run folder (a --resume)."""

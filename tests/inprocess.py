@@ -75,7 +75,8 @@ def run_inprocess(pytester: pytest.Pytester, *args: str, report_dir: Path | None
     named = [Path(a.split("=", 1)[1]) for a in args if a.startswith("--report-dir=")]
     given = report_dir is False or bool(named)
     rd = named[-1] if named else rd
-    full = [*([] if cacheprovider else ["-p", "no:cacheprovider"]),
+    # (the dev extra's pytest-randomly reorders and reseeds; pytest-rerunfailures leaves a server thread)
+    full = [*([] if cacheprovider else ["-p", "no:cacheprovider"]), "-p", "no:randomly", "-p", "no:rerunfailures",
             "-W", "ignore::pytest.PytestAssertRewriteWarning",   # (the suite's packages, imported already)
             *([] if resumed or given else [f"--report-dir={rd}"]), *args]
     kids, threads, sigterm = children(), set(threading.enumerate()), signal.getsignal(signal.SIGTERM)

@@ -453,13 +453,13 @@ def test_case_file_options_the_golden_refuses_stop_the_run_before_any_target(run
     target); now one usage error naming the file, the field and the rule, and no run folder."""
     from suite.cases.generate import make_case
     from suite.core.case import save_case
-    for attrs, field, words in (({"padding": "SAME_X"}, "attrs.padding", "must be SAME or VALID"),
-                                ({"stride_h": "1"}, "attrs.stride_h", "must be an integer >= 1")):
+    for attrs, field, words in (({"padding": "SAME_X"}, "attrs.padding", "must be one of SAME, VALID"),
+                                ({"stride_h": "1"}, "attrs.stride_h", "must be an integer in [1, 65536]")):
         c = make_case("CONV_2D", "basic", 0, seed=0)
         c.attrs.update(attrs)
         p = save_case(c, tmp_path / f"{field}.json")
         proc, rd = run("--target=ref,tests.spine_targets:OffByOne", f"--case-file={p}")
-        _one_line_usage_error(proc, str(p), f"field '{field}'", words, "(rule: CONV_2D option)")
+        _one_line_usage_error(proc, str(p), f"field '{field}'", words, "(rule: the case must follow its spec table)")
         assert not (tmp_path / "report").exists() and not rd.exists()
     cli = qconform_cli("golden", str(p))
     assert cli.returncode == 2 and cli.stderr.startswith(f"qconform: error: {p}: field 'attrs.stride_h'"), cli.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
@@ -135,6 +136,10 @@ def run(pytester):
     return lambda *args, **kw: run_inprocess(pytester, *args, **kw)
 
 
+def _group_failure(proc) -> str:
+    return next(line for line in proc.stdout.splitlines() if line.startswith("ADD on half-up as a whole"))
+
+
 def _summary(rd) -> dict:
     return {(r["op"], r["target"]): r for r in csv.DictReader((rd / "summary.csv").open())}
 
@@ -142,7 +147,10 @@ def _summary(rd) -> dict:
 def test_half_up_kernel_is_named_and_fails_the_run_on_its_bias(run):
     proc, rd = run(HALF_UP, "--target=tests.bias_targets:HalfUpClaimsRef", GOLDEN, *ADD30, "--certify")
     assert proc.returncode == 1, proc.stdout[-3000:]
-    proc.result.assert_outcomes(passed=3 * 36)                   # every case within tolerance
+    # every case within tolerance; each (op, target) judged whole is a test too (suite/harness/groups.py)
+    proc.result.assert_outcomes(passed=3 * 36 + 1, failed=2)
+    assert {f"ADD:{t}::test_group" for t in ("half-up", "half-up-claims-ref")} == {
+        ln.split(" ")[1].split("::", 1)[1] for ln in proc.stdout.splitlines() if ln.startswith("FAILED ")}
     s = _summary(rd)
     hu = s[("ADD", "half-up")]
     assert hu["best_scheme"] == "arm-half-up-double" and float(hu["best_scheme_exact_pct"]) == 100.0
@@ -171,10 +179,12 @@ def test_resumed_run_gives_the_verdict_of_an_uninterrupted_one(run):
     want = (rd / "summary.csv").read_text()
     lines = (rd / "results.jsonl").read_text().splitlines(keepends=True)
     (rd / "results.jsonl").write_text("".join(lines[:5]))       # as if killed after 5 cases
-    proc2, rd2 = run(f"--resume={rd}")
+    proc2, rd2 = run(f"--resume={rd}", HALF_UP)
     assert rd2 == rd and proc2.returncode == 1, proc2.stdout[-3000:]
-    proc2.result.assert_outcomes(passed=len(lines) - 5, deselected=5)
+    proc2.result.assert_outcomes(passed=len(lines) - 5, deselected=5, failed=1)   # the bias: test_group
     assert (rd / "summary.csv").read_text() == want
+    # the group's test judged every case, the 5 recorded ones too: the uninterrupted run's words
+    assert _group_failure(proc2) == _group_failure(proc) and "19024 elements" in _group_failure(proc)
     assert "BIAS: ADD on half-up" in proc2.stdout
 
 
@@ -182,10 +192,44 @@ def test_xdist_run_gives_the_verdict_of_a_single_process(run, run_suite, tmp_pat
     pytest.importorskip("xdist")
     args = (HALF_UP, GOLDEN, "--ops", "ADD,MUL", "--cases-per-op", "30")
     one, rd1 = run(*args)
-    many, rd2 = run_suite(*args, "-n", "2", report_dir=tmp_path / "xdist")
+    xml = tmp_path / "junit.xml"
+    many, rd2 = run_suite(*args, "-n", "2", f"--junitxml={xml}", report_dir=tmp_path / "xdist")
     assert one.returncode == many.returncode == 1, many.stdout[-3000:] + many.stderr[-3000:]
+    # each (op, target) judged whole is a JUnit testcase, on the worker that ran its cases
+    groups = {c.get("classname").rsplit(".", 1)[1]: c.find("failure") for c in ET.parse(xml).getroot().iter("testcase")
+              if c.get("name") == "test_group"}
+    assert set(groups) == {f"{op}:{t}" for op in ("ADD", "MUL") for t in ("half-up", "golden")}
+    assert {k for k, f in groups.items() if f is not None} == {"ADD:half-up", "MUL:half-up"}
+    assert "int8 outputs biased +" in groups["ADD:half-up"].get("message")
+    props = {p.get("name"): p.get("value") for p in ET.parse(xml).getroot().iter("property")}
+    assert props["qconform.run_id"] == json.loads((rd2 / "run.json").read_text())["run_id"]   # under xdist too
     cols = ("bias", "bias_lsb", "bias_p", "group_failure", "best_scheme", "best_scheme_exact_pct")
     s1, s2 = _summary(rd1), _summary(rd2)
     assert s1.keys() == s2.keys() and {k: [s1[k][c] for c in cols] for k in s1} == {k: [s2[k][c] for c in cols] for k in s2}
     assert {k for k, r in s2.items() if r["bias"]} == {("ADD", "half-up"), ("MUL", "half-up")}
     assert "BIAS: ADD on half-up" in many.stdout
+
+
+def test_a_group_not_run_whole_is_not_judged(run):
+    """-k leaving out a case: the group's test is skipped (not judged), never passed; and it runs
+    after its cases even when they come after it in the list (pytest-randomly shuffles them)."""
+    proc, _ = run(GOLDEN, *ADD30, "-k", "not sat_hi", "-rs")
+    proc.result.assert_outcomes(passed=34, skipped=1, deselected=2)   # 36 cases, 2 left out
+    assert "not judged: 34 of the 36 cases of ADD on golden ran" in proc.stdout
+
+
+def test_group_items_follow_their_cases_and_only_where_a_rule_judges():
+    from types import SimpleNamespace as NS
+
+    from suite.harness.groups import after_their_cases, has_group_rule
+    a, b = NS(name="A"), NS(name="B")
+    items = [NS(name="test_group", parent=a), NS(name="x", parent=a), NS(name="test_group", parent=b),
+             NS(name="y", parent=b), NS(name="z", parent=a)]
+    after_their_cases(items)
+    assert [(i.name, i.parent.name) for i in items] == [("x", "A"), ("y", "B"), ("test_group", "B"),
+                                                        ("z", "A"), ("test_group", "A")]
+    pol = load_policy(None)
+    assert has_group_rule("ADD", "ort", {"int8"}, pol, None)
+    assert not has_group_rule("RESHAPE", "ort", {"int8"}, pol, None)       # exact ops: no bias rule
+    assert not has_group_rule("ADD", "ref", {"int8"}, pol, None)           # the golden against itself
+    assert has_group_rule("RESHAPE", "ort", {"int8"}, pol, "tflite-ref-double")   # a declared scheme

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from reports.certify import case_set_digest, verdict_of
+from reports.certify import case_list_digest, case_set_digest, verdict_of
 from reports.results import read_rows
 from suite.core.errors import QconformError
 from suite.core.waivers import load_waivers
@@ -66,8 +66,11 @@ def test_tflite_ref_certifies_the_slice_ops_bit_exact(run_suite):
     rows = read_rows(rd)
     assert ops["CONV_2D"]["case_digest"] == case_set_digest(
         [r for r in rows if r["op"] == "CONV_2D" and r["spec"] == "litert-int8"])
-    assert cert["case_set"]["digest"] == case_set_digest(rows)
-    assert cert["targets"]["tflite-ref"]["ai-edge-litert"]
+    assert cert["case_set"]["rows_digest"] == case_set_digest(rows)
+    cs = cert["case_set"]
+    assert len(cs["list"]) == cs["cases"] and all(len(d) == 64 for _, d in cs["list"])
+    assert cs["sha256"] == case_list_digest(cs["list"]) and not cs["unlisted"] and not cs["digest_mismatch"]
+    assert cert["targets"]["tflite-ref"]["versions"]["ai-edge-litert"]
     assert cert["tolerance_policy"]["version"]
     md = (rd / "certificate.md").read_text()
     assert "| tflite-ref | litert-int8 | CONV_2D | **bit-exact** |" in md

@@ -14,7 +14,7 @@ from tests.conftest import ROOT
 
 PACKAGES = ("suite", "reference", "targets", "reports")
 #: function-local imports are for optional runtimes only (a missing one makes only its target unavailable)
-RUNTIMES = ("onnxruntime", "onnxruntime_qnn", "onnx", "ai_edge_litert", "tflite_runtime", "flatbuffers",
+RUNTIMES = ("tflite_micro", "openvino", "tosa_converter_for_tflite", "tosa_reference_model", "onnxruntime", "onnxruntime_qnn", "onnx", "ai_edge_litert", "tflite_runtime", "flatbuffers",
             "pyarrow", "tomli", "tomllib")
 MAX_LOCAL_IMPORTS = 40
 

@@ -62,6 +62,47 @@ def test_a_far_value_on_a_tie_is_not_called_a_tie():
     assert res["causes"] == {"unexplained": 1}
 
 
+def _skips_clamp(bound_shift: int | None):
+    """An ADD with a fused RELU_N1_TO_1, the golden's codes, and a kernel's: the golden's arithmetic
+    without the activation (``bound_shift`` None: the clamp skipped) or clamped at bounds moved
+    outward by ``bound_shift`` codes."""
+    from reference import golden
+    from reference.common import act_range
+    x = Tensor("int8", (16,), np.arange(-120, 120, 15, dtype=np.int8), [0.05], [0])
+    y = Tensor("int8", (16,), np.full(16, 3, np.int8), [0.05], [0])
+    out = Tensor("int8", (16,), None, [0.05], [-10])
+    case = Case(op="ADD", inputs=[x, y], outputs=[out], id="ADD-clamp-000",
+                attrs={"fused_activation_function": "RELU_N1_TO_1"})
+    free = Case(op="ADD", inputs=[x, y], outputs=[out], id="ADD-clamp-000", attrs={"fused_activation_function": "NONE"})
+    want = golden(case, "tflite-ref-double")[0]
+    got = golden(free, "tflite-ref-double")[0].astype(np.int64)
+    if bound_shift is not None:
+        lo, hi = act_range(case, out)
+        got = np.clip(got, lo - bound_shift, hi + bound_shift)
+    return case, want, got, (lambda s: golden(case, s))
+
+
+@pytest.mark.parametrize("shift", [None, 1])
+def test_a_kernel_that_skips_or_moves_the_clamp_is_labelled_clamp(shift):
+    """#24: the golden's own ADD without its fused RELU_N1_TO_1 (or with bounds 1 code wider):
+    every element it gets wrong is outside the activation's range, labelled clamp, not unexplained."""
+    case, want, got, gold = _skips_clamp(shift)
+    err = got - want.astype(np.int64)
+    assert np.count_nonzero(err) >= 4   # the case does reach past both bounds
+    res = analyse(case, [err], [want], gold, "tflite-ref-double")
+    assert res["causes"] == {"clamp": int(np.count_nonzero(err))}
+    assert res["worst_cause"] == "clamp"
+
+
+def test_clamped_at_an_inner_bound_is_labelled_clamp():
+    """A kernel whose upper bound is 2 codes too low: the golden clamped those elements (their exact
+    value beyond the bound), the kernel returned another code: clamp, though got is in range."""
+    case, want, got, gold = _skips_clamp(-2)
+    err = got - want.astype(np.int64)
+    res = analyse(case, [err], [want], gold, "tflite-ref-double")
+    assert res["causes"] == {"clamp": int(np.count_nonzero(err))} and res["worst_cause"] == "clamp"
+
+
 def test_exact_result_has_counts_but_no_causes():
     case = _case(3)
     want = np.array([1, 2, 3], np.int8)
@@ -126,7 +167,7 @@ def test_best_scheme_aggregates_and_prefers_the_run_scheme_on_ties():
     same = [{"elements": 4, "scheme_exact": {"tflite-ref-double": 4, "tflite-ref-single": 4}}]
     assert best_scheme(same, "tflite-ref-double") == ("tflite-ref-double", 100.0)
     assert cause_counts([{"causes": {"tie": 2}}, {"causes": {"tie": 1, "unexplained": 3}}]) == \
-        {"tie": 3, "scheme": 0, "saturation": 0, "unexplained": 3}
+        {"tie": 3, "scheme": 0, "clamp": 0, "saturation": 0, "unexplained": 3}
 
 
 def test_summary_has_best_scheme_and_cause_columns():
@@ -262,10 +303,11 @@ def test_summary_md_opens_with_the_verdict_and_the_new_failures():
     lines = md.splitlines()
     assert lines[0] == "# qconform summary"
     assert lines[2] == "**FAIL: 2 new failures (1 fail, 1 error) in 1 (op, target); 3 known (findings), 1 waived**"
-    assert lines[4] == "## New failures"
-    cases = [ln.split(" | ")[0][2:] for ln in lines[8:10]]
+    assert lines[4] == "## New since the baseline" and lines[6].startswith("No baseline given")   # (#22)
+    assert lines[8] == "## New failures"
+    cases = [ln.split(" | ")[0][2:] for ln in lines[12:14]]
     assert cases == ["ADD-a-001", "ADD-a-004"]
-    assert "out 0 [0, 3]: got 7, want 4 (+3 LSB, cause: unexplained)" in lines[8]
+    assert "out 0 [0, 3]: got 7, want 4 (+3 LSB, cause: unexplained)" in lines[12]
     assert md.index("## (op, target)s with new failures") < md.index("## Every (op, target)")
     assert md.split("## Every (op, target)")[1].count("| ADD | t |") == 1   # the whole table is there
 
@@ -436,6 +478,17 @@ def test_junit_xml_carries_properties(tmp_path, run_suite):
     n = len(read_rows(rd))
     assert n >= 2 and text.count("<testcase") == n
     assert text.count('name="qconform.status" value="pass"') == n and 'name="qconform.max_abs_lsb"' in text
+    # the run's own properties, on the <testsuite> (suite/harness/junit.py), as run.json has them
+    import xml.etree.ElementTree as ET
+    info = json.loads((rd / "run.json").read_text())
+    suite = ET.parse(xml).getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["qconform.run_id"] == info["run_id"] and props["qconform.seed"] == "0"
+    assert props["qconform.cases_per_op"] == "2" and props["qconform.scheme"] == "tflite-ref-double"
+    assert props["qconform.tolerance_sha256"] == info["options"]["tolerance_digest"]
+    assert props["qconform.git_commit"] == info["git"]["commit"]
+    assert props["qconform.target.ref.version.numpy"] == info["targets"]["ref"]["versions"]["numpy"]
+    assert props["qconform.host.hostname"] == info["host"]["hostname"]
 
 
 def test_junit_time_is_what_each_case_cost(pytester, tmp_path, monkeypatch):
@@ -447,7 +500,7 @@ def test_junit_time_is_what_each_case_cost(pytester, tmp_path, monkeypatch):
     proc, _ = run_inprocess(pytester, "--target=tests.slow_targets:Slow", "--ops", "ADD", "--cases-per-op", "4",
                             "-k", "not qnn", "--ahead=0", f"--junitxml={xml}")
     assert proc.returncode == 0, proc.stdout[-2000:]
-    times = [float(c.get("time")) for c in ET.parse(xml).getroot().iter("testcase")]
+    times = [float(c.get("time")) for c in ET.parse(xml).getroot().iter("testcase") if c.get("name") == "test_case"]
     assert len(times) == 4 and min(times) >= 0.05, times
 
 
@@ -474,3 +527,29 @@ def test_report_command_rebuilds_the_same_artefacts(run_dir, tmp_path, qconform_
         assert (d / name).read_bytes() == (run_dir / name).read_bytes(), name
     assert pd.read_parquet(d / "results.parquet").equals(pd.read_parquet(run_dir / "results.parquet"))
     assert "bit_exact_pct" in p.stdout and not list(d.glob("*.tmp"))
+
+
+# ----------------------------------------------------------------------------- reasons (#24)
+
+def test_known_failures_say_why_in_summary_md_index_html_and_the_terminal():
+    """A case explained by a finding: its reason (not only its id) in summary.md, in index.html's
+    known-failures table and in the terminal's known lines."""
+    from reports.build import Report, terminal_lines
+    from reports.html import Page, render
+    from reports.summary import markdown_file, summarize
+    from suite.core.findings import findings
+    f = next(x for x in findings() if x.id == "qnn-htp-pad-value")
+    row = {"op": "PAD", "target": "htp", "status": "fail", "case_id": "PAD-x-000", "finding": f.id,
+           "reason": f"known finding {f.id}: {f.reason}; max |err| 255 LSB", "elements": 4, "mismatches": 1,
+           "max_abs_lsb": 255.0, "sum_err_lsb": 255.0}
+    summary = summarize([row])
+    md = markdown_file(summary, {"finished": True, "exit_status": 0})
+    assert f"**{f.id}** (PAD on htp): {f.reason}" in md
+    lines = [line for line, _ in terminal_lines(Report(summary=summary))]
+    assert any(line.startswith(f"known finding {f.id}: PAD on htp: QNN HTP") and "pads int8 wrongly" in line
+               for line in lines), lines
+    page = Page()
+    page.add(row)
+    text = render(page, summary, summary)
+    known = text[text.index('id="known-failures"'):]
+    assert html.escape(f.reason) in known[:known.index("</table>")]

@@ -65,7 +65,8 @@ def test_a_rerun_more_lenient_than_the_failing_run_is_refused(pytester, failed_r
 def test_shrink_needs_no_flag_and_refuses_other_settings(failed_run, tmp_path):
     _, r = failed_run
     out = tmp_path / "shrunk.json"
-    cli = [sys.executable, "-m", "suite", "shrink", r["failure_file"], "-o", str(out), "-q"]
+    target = json.loads(open(r["failure_file"]).read())["judged"]["target"]   # module:Class: named again
+    cli = [sys.executable, "-m", "suite", "shrink", r["failure_file"], "-o", str(out), "-q", f"--target={target}"]
     p = subprocess.run(cli, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "still fail" in p.stdout
@@ -102,7 +103,7 @@ def test_the_repro_carries_device_and_time_limit_and_refuses_other_ones():
                        cases_per_op=30, run_id="r", status="timeout", versions={"onnxruntime": "1.32.0"},
                        finding=None, rule=3)
     argv = shlex.split(repro_command(j, "/r/failures/htp/X.json"))
-    assert "--device=ssh:me@board?python=/opt/py/bin/python3" in argv and "--timeout=5" in argv
+    assert "--device=ssh:me@board?python=/opt/py/bin/python3" in argv and "--case-timeout=5" in argv
     same = dict(scheme="tflite-ref-double", tolerance_digest="ab" * 32, device=j["device"], timeout=5.0)
     assert differences(j, **same) == []
     assert differences(j, **{**same, "device": None}) and differences(j, **{**same, "timeout": 60.0})

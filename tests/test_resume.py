@@ -67,7 +67,7 @@ def test_killed_run_resumed_equals_an_uninterrupted_run(tmp_path):
     assert n // 2 <= got_before < n
 
     # resume: only the run folder is given; options come from its run.json
-    cmd, env = _pytest(f"--resume={part}")
+    cmd, env = _pytest(f"--resume={part}", ARGS[0])   # a module:Class target: named again
     res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 1, res.stdout + res.stderr    # the recorded crash/fail count too
     assert f"resumed {part}: {got_before} result(s) were recorded already" in res.stdout
@@ -108,10 +108,10 @@ def test_a_complete_run_resumed_runs_nothing_and_keeps_its_status(run):
     proc, rd = run("--target=tests.spine_targets:OffByOne", "--ops", "ADD", "--cases-per-op", "4")
     assert proc.returncode == 1
     before = (rd / "results.jsonl").read_bytes()
-    proc2, _ = run(f"--resume={rd}")
+    proc2, _ = run(f"--resume={rd}", "--target=tests.spine_targets:OffByOne")
     assert proc2.returncode == 1, proc2.stdout + proc2.stderr     # its failures are still failures
     assert (rd / "results.jsonl").read_bytes() == before
-    proc2.result.assert_outcomes(deselected=len(_raw_rows(rd)))
+    proc2.result.assert_outcomes(deselected=len(_raw_rows(rd)), passed=1)   # test_group, judged from the recorded rows
 
 
 def test_resume_refuses_other_options_and_non_run_folders(run, tmp_path):

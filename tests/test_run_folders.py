@@ -45,7 +45,7 @@ def test_two_runs_started_together_each_complete_in_its_own_folder(tmp_path):
     assert len(runs) == 2
     for run in runs:
         rows = rows_written(run)
-        assert len(rows) in n and len({r["run_id"] for r in rows}) == 1
+        assert len(rows) + 2 in n and len({r["run_id"] for r in rows}) == 1   # + ADD's and MUL's test_group
         assert {r["status"] for r in rows} == {"pass"}
         assert (run / "summary.md").exists() and (run / "index.html").exists()
         assert json.loads((run / "run.json").read_text())["finished"]
@@ -81,7 +81,8 @@ def test_resuming_a_run_in_use_is_refused(tmp_path):
             assert time.monotonic() < deadline and first.poll() is None, first.communicate()
             time.sleep(0.05)
         run = _runs(report)[0]
-        second = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--resume={run}"],
+        second = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--resume={run}",
+                                 "--target=tests.slow_targets:Slow"],
                                 cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert second.returncode == 4, second.stdout + second.stderr
         assert "in use by another run" in second.stderr and str(run) in second.stderr

@@ -359,7 +359,7 @@ def _softmax_fixed(case, scheme) -> np.ndarray:
     return np.minimum(r, hi, out=r)                       # skipped elements: e = 0 -> lo
 
 
-@register("SOFTMAX")
+@register("SOFTMAX", rounding="fixed-exp")
 def softmax(case, scheme):
     """SOFTMAX over the last axis, output (1/256, -128).
 
@@ -428,7 +428,7 @@ def _log_softmax_fixed(case, scheme) -> np.ndarray:
     return r
 
 
-@register("LOG_SOFTMAX")
+@register("LOG_SOFTMAX", rounding="fixed-exp")
 def log_softmax(case, scheme):
     """LOG_SOFTMAX over the last axis, output (16/256, 127).
 
@@ -505,7 +505,7 @@ def _table_op(case, scheme, transform, float_fn):
     return _finish_float(case, scheme, float_fn(_dequantized(inp, ft)))
 
 
-@register("LOGISTIC")
+@register("LOGISTIC", rounding="float-table")
 def logistic(case, scheme):
     """LOGISTIC, output (1/256, -128): LiteRT's float32 table of 1/(1 + expf(-d)) (fixed
     schemes); sigmoid of the dequantized input in scheme.ftype (float schemes)."""
@@ -517,7 +517,7 @@ def logistic(case, scheme):
     return _table_op(case, scheme, sigmoid_f32, sigmoid)
 
 
-@register("TANH")
+@register("TANH", rounding="float-table")
 def tanh(case, scheme):
     """TANH, output (1/128, 0): LiteRT's float32 table of tanhf(d) (fixed schemes); tanh of the
     dequantized input in scheme.ftype (float schemes)."""
@@ -607,7 +607,7 @@ def _hard_swish_fixed(case) -> np.ndarray:
     return np.clip(o, lo, hi)
 
 
-@register("HARD_SWISH")
+@register("HARD_SWISH", rounding="fixed-int16")
 def hard_swish(case, scheme):
     """HARD_SWISH: x * relu6(x + 3) / 6.
 
@@ -628,7 +628,7 @@ def hard_swish(case, scheme):
 
 # --------------------------------------------------------------------------- LEAKY_RELU, RELU, RELU6
 
-@register("LEAKY_RELU")
+@register("LEAKY_RELU", rounding="fixed-double")
 def leaky_relu(case, scheme):
     """LEAKY_RELU: x for x >= 0, alpha * x otherwise.
 
@@ -677,13 +677,13 @@ def _relu_x(case, scheme, act_max: float | None):
     return _finish_float(case, scheme, y)
 
 
-@register("RELU")
+@register("RELU", rounding="fixed-double")
 def relu(case, scheme):
     """RELU: max(x, 0) (LiteRT ReluX, see _relu_x)."""
     return _relu_x(case, scheme, None)
 
 
-@register("RELU6")
+@register("RELU6", rounding="fixed-double")
 def relu6(case, scheme):
     """RELU6: min(max(x, 0), 6) (LiteRT ReluX, see _relu_x)."""
     return _relu_x(case, scheme, 6.0)

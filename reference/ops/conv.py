@@ -148,8 +148,31 @@ def _trailing_pads(in_hw, k_hw, stride, dil, pads, out_hw) -> tuple[int, int]:
     return max(0, need[0] - pads[0] - in_hw[0]), max(0, need[1] - pads[1] - in_hw[1])
 
 
+def pairs_int16(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """sum_j sat16(a[m, 2j] * b[o, 2j] + a[m, 2j+1] * b[o, 2j+1]) for every (m, o), int64 [M, O]: the
+    raw codes' dot products as x86's vpmaddubsw (uint8 x int8) forms them, each sum of two adjacent
+    products saturated to [-32768, 32767] before the int32 sum (an odd K ends with a zero pair)."""
+    m, k = a.shape
+    o = b.shape[0]
+    if k % 2:
+        a, b = np.pad(a, ((0, 0), (0, 1))), np.pad(b, ((0, 0), (0, 1)))
+    a3 = a.astype(np.int32).reshape(m, 1, -1, 2)
+    b3 = b.astype(np.int32).reshape(1, o, -1, 2)
+    out = np.empty((m, o), np.int64)
+    step = max(1, (1 << 22) // max(1, o * (k + 1)))   # rows at a time: a bounded [rows, O, K/2, 2] product
+    for r in range(0, m, step):
+        pair = (a3[r:r + step] * b3).sum(axis=3)
+        out[r:r + step] = np.clip(pair, -32768, 32767).sum(axis=2, dtype=np.int64)
+    return out
+
+
+def _u8s8_pairs(scheme, x_t, w_t) -> bool:
+    """Whether ``scheme`` sums these tensors' products as :func:`pairs_int16` (uint8 inputs x int8 weights)."""
+    return scheme.int16_pairs and x_t.dtype == "uint8" and w_t.dtype == "int8"
+
+
 def conv_acc(x: np.ndarray, z_in: int, w: np.ndarray, stride, dil, pads, out_hw,
-             groups: int = 1) -> np.ndarray:
+             groups: int = 1, int16_pairs: bool = False) -> np.ndarray:
     """CONV_2D accumulator without bias, int64 [N, OH, OW, O]:
     sum over in-bounds (ky, kx, c) of w[o, ky, kx, c] * (x[n, oy*sh - pt + ky*dh, ox*sw - pl + kx*dw,
     g*Cg + c] - z_in), where g is the group of output channel o (grouped conv when
@@ -159,6 +182,7 @@ def conv_acc(x: np.ndarray, z_in: int, w: np.ndarray, stride, dil, pads, out_hw,
     x: raw int8 codes [N, H, W, C_in]; w: [O, KH, KW, C_w] (OHWI); pads: (top, left).
     im2col via strided slices of the input padded with z_in (so padded taps give 0), one
     float BLAS matmul per group (exact, see the module docstring), z_in * sum(w) taken off.
+    ``int16_pairs``: the raw products summed as :func:`pairs_int16`, along im2col's (ky, kx, c).
     """
     n, h, wd, cin = x.shape
     o, kh, kw, cw = w.shape
@@ -183,6 +207,9 @@ def conv_acc(x: np.ndarray, z_in: int, w: np.ndarray, stride, dil, pads, out_hw,
                 x0 = kx * dw
                 cols[:, :, :, ky, kx, :] = xp[:, y0:y0 + (oh - 1) * sh + 1:sh,
                                               x0:x0 + (ow - 1) * sw + 1:sw, g * cw:(g + 1) * cw]
+        if int16_pairs:
+            out[:, g * og:(g + 1) * og] = pairs_int16(cols.reshape(-1, k), w[g * og:(g + 1) * og].reshape(og, k))
+            continue
         wg = w[g * og:(g + 1) * og].reshape(og, k).astype(ft)
         out[:, g * og:(g + 1) * og] = (cols.reshape(-1, k) @ wg.T).astype(np.int64)
     out -= z_in * wsum
@@ -461,7 +488,7 @@ def _finish(case, scheme, acc: np.ndarray, bias: np.ndarray, bound: int, s_in: f
     return _requantize(scheme, _wrap(acc, scheme, bound), real, zp(out), lo, hi)
 
 
-@register("CONV_2D")
+@register("CONV_2D", rounding="fixed-double")
 def conv_2d(case, scheme):
     x_t, w_t = case.inputs[0], case.inputs[1]
     _check_rank(case, 0, 4, "input")
@@ -477,9 +504,12 @@ def conv_2d(case, scheme):
     stride, dil, pads, (oh, ow) = _spatial(case, (h, wd), (kh, kw), n, o)
     x = np.asarray(x_t.data).reshape(x_t.shape)
     w = np.asarray(w_t.data).reshape(w_t.shape)
-    acc = conv_acc(x, zp(x_t), w, stride, dil, pads, (oh, ow), groups)
+    pairs = _u8s8_pairs(scheme, x_t, w_t)
+    acc = conv_acc(x, zp(x_t), w, stride, dil, pads, (oh, ow), groups, pairs)
     bias = _bias(case, 2, o)
     bound = _acc_bound(kh * kw * cw, x, zp(x_t), w, bias)
+    if pairs:   # (saturated pair sums, each >= -32768: bounded as the products are)
+        bound = int(np.abs(acc).max(initial=0)) + int(np.abs(bias).max(initial=0))
     return [_finish(case, scheme, acc, bias, bound, scale(x_t), w_t, scale(case.outputs[0]), o)]
 
 
@@ -496,7 +526,7 @@ def _spatial(case, in_hw, k_hw, n: int, channels: int):
     return stride, dil, pads, (oh, ow)
 
 
-@register("DEPTHWISE_CONV_2D")
+@register("DEPTHWISE_CONV_2D", rounding="fixed-double")
 def depthwise_conv_2d(case, scheme):
     x_t, w_t = case.inputs[0], case.inputs[1]
     _check_rank(case, 0, 4, "input")
@@ -518,7 +548,7 @@ def depthwise_conv_2d(case, scheme):
     return [_finish(case, scheme, acc, bias, bound, scale(x_t), w_t, scale(case.outputs[0]), co)]
 
 
-@register("TRANSPOSE_CONV")
+@register("TRANSPOSE_CONV", rounding="fixed-double")
 def transpose_conv(case, scheme):
     shape_t, w_t, x_t = case.inputs[0], case.inputs[1], case.inputs[2]
     _check_rank(case, 1, 4, "filter (OHWI)")
@@ -593,7 +623,7 @@ def _fc_round_double(sums: np.ndarray, bias, real, z_out: int, lo: int, hi: int,
     return acc.astype(storage)
 
 
-@register("FULLY_CONNECTED")
+@register("FULLY_CONNECTED", rounding="float-round")
 def fully_connected(case, scheme):
     x_t, w_t = case.inputs[0], case.inputs[1]
     _check_rank(case, 1, 2, "weights [out, in]")
@@ -619,7 +649,13 @@ def fully_connected(case, scheme):
     out = case.outputs[0]
     lo, hi = act_range(case, out)
     s_in, s_out, z_out = scale(x_t), scale(out), zp(out)
-    sums, bound = _fc_sums(x2, zp(x_t), w, z_w)
+    if _u8s8_pairs(scheme, x_t, w_t):   # sum (w - z_w)(x - z_in) with sum w * x as vpmaddubsw forms it
+        z_in = zp(x_t)
+        sums = (pairs_int16(x2, w) - z_in * w.sum(axis=1, dtype=np.int64)[None, :]
+                - z_w * x2.sum(axis=1, dtype=np.int64)[:, None] + k * z_in * z_w)
+        bound = int(np.abs(sums).max(initial=0))
+    else:
+        sums, bound = _fc_sums(x2, zp(x_t), w, z_w)
     if bias is not None and bias.size:
         bound += max(int(bias.max()), -int(bias.min()))     # >= every |sums + bias|
     litert = _is_litert_ref(scheme)
@@ -646,7 +682,7 @@ def fully_connected(case, scheme):
     return [_requantize(scheme, _wrap(acc, scheme, bound), real, z_out, lo, hi)]
 
 
-@register("BATCH_MATMUL")
+@register("BATCH_MATMUL", rounding="fixed-double")
 def batch_matmul(case, scheme):
     a_t, b_t = case.inputs[0], case.inputs[1]
     for i, t in enumerate((a_t, b_t)):
@@ -668,8 +704,17 @@ def batch_matmul(case, scheme):
         raise QconformError(f"batch dimensions {list(a.shape[:-2])} and {list(b.shape[:-2])} do not "
                             f"broadcast", field="inputs[1].shape", rule="BATCH_MATMUL broadcasting") from None
     _expect_shape(case, tuple(batch) + (a.shape[-2], b.shape[-1]), "BATCH_MATMUL")
-    acc = batch_matmul_acc(a, zp(a_t), b, zp(b_t))
-    bound = a.shape[-1] * _dev(a, zp(a_t)) * _dev(b, zp(b_t))
+    if _u8s8_pairs(scheme, a_t, b_t):   # as FULLY_CONNECTED's, per batch entry
+        k, z_a, z_b = a.shape[-1], zp(a_t), zp(b_t)
+        ab = np.broadcast_to(a, tuple(batch) + a.shape[-2:]).reshape(-1, *a.shape[-2:])
+        bb = np.broadcast_to(b, tuple(batch) + b.shape[-2:]).reshape(-1, *b.shape[-2:])
+        acc = np.stack([pairs_int16(ai, bi.T) - z_a * bi.sum(axis=0, dtype=np.int64)[None, :]
+                        - z_b * ai.sum(axis=1, dtype=np.int64)[:, None] + k * z_a * z_b
+                        for ai, bi in zip(ab, bb)]).reshape(tuple(batch) + (a.shape[-2], b.shape[-1]))
+        bound = int(np.abs(acc).max(initial=0))
+    else:
+        acc = batch_matmul_acc(a, zp(a_t), b, zp(b_t))
+        bound = a.shape[-1] * _dev(a, zp(a_t)) * _dev(b, zp(b_t))
     out = case.outputs[0]
     lo, hi = qrange(out)            # BATCH_MATMUL has no fused activation
     if scheme.is_fixed or scheme.exact:

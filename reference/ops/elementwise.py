@@ -88,12 +88,12 @@ def _add_sub(case, scheme, sign: int):
     return [scheme.quantize_real(x / ft(so), zp(out), lo, hi)]
 
 
-@register("ADD")
+@register("ADD", rounding="fixed-double")
 def add(case, scheme):
     return _add_sub(case, scheme, +1)
 
 
-@register("SUB")
+@register("SUB", rounding="fixed-double")
 def sub(case, scheme):
     return _add_sub(case, scheme, -1)
 
@@ -107,7 +107,7 @@ def mul_real_multiplier(sa: float, sb: float, so: float, scheme) -> float:
     return float(scheme.real_multiplier(sa, sb, den=so))
 
 
-@register("MUL")
+@register("MUL", rounding="fixed-double")
 def mul(case, scheme):
     """LiteRT int8 MUL (reference_integer_ops::MulElementwise).
 
@@ -180,12 +180,12 @@ def _max_min(case, scheme, fn):
     return [res]
 
 
-@register("MAXIMUM")
+@register("MAXIMUM", rounding="none")
 def maximum(case, scheme):
     return _max_min(case, scheme, np.maximum)
 
 
-@register("MINIMUM")
+@register("MINIMUM", rounding="none")
 def minimum(case, scheme):
     return _max_min(case, scheme, np.minimum)
 
@@ -204,7 +204,7 @@ def real_values_exact(t) -> np.ndarray:
     return (q(t) - z).astype(np.float64) * s.astype(np.float32).astype(np.float64)
 
 
-@register(*_COMPARE)
+@register(*_COMPARE, rounding="none")
 def compare(case, scheme):
     """The comparison of the inputs' real values, per the spec: op((q1 - z1) * s1, (q2 - z2) * s2).
 
@@ -244,7 +244,7 @@ def litert_compare_operand(codes, zero_point: int, s: float, single_rounding: bo
 
 # --------------------------------------------------------------------------- QUANTIZE
 
-@register("QUANTIZE")
+@register("QUANTIZE", rounding=("fixed-double", "float-round"))
 def quantize(case, scheme):
     """QUANTIZE: float32 -> int8 (affine quantization) or int8 -> int8 (requantization).
 
@@ -259,14 +259,19 @@ def quantize(case, scheme):
     lo, hi = qrange(out)
     so, zo = scale(out), zp(out)
     if x.dtype == "float32":
+        if np.isnan(np.asarray(x.data, np.float32)).any():   # (+-inf saturate below; NaN has no code)
+            raise QconformError("NaN input: the spec gives it no quantized code", field="inputs[0].data",
+                                rule="finite or infinite float32 inputs")
         if scheme.exact:
             return [np.asarray(x.data, np.float64) / np.float64(np.float32(so)) + zo]
         if scheme.is_fixed:
-            v = np.asarray(x.data, np.float32) / np.float32(so)       # float32 division
+            with np.errstate(over="ignore"):   # (a quotient beyond float32 is inf: it saturates)
+                v = np.asarray(x.data, np.float32) / np.float32(so)       # float32 division
             r = arith.round_half_away(v.astype(np.float64))
         else:
             ft = scheme.ftype
-            v = np.asarray(x.data).astype(ft) / ft(np.float32(so))
+            with np.errstate(over="ignore"):
+                v = np.asarray(x.data).astype(ft) / ft(np.float32(so))
             r = scheme.round(v)
         # clamp in float before the integer conversion (LiteRT's int cast of a huge
         # quotient is undefined; generated cases stay far from it)
@@ -278,7 +283,7 @@ def quantize(case, scheme):
 
 # --------------------------------------------------------------------------- DEQUANTIZE
 
-@register("DEQUANTIZE")
+@register("DEQUANTIZE", rounding="none")
 def dequantize(case, scheme):
     """DEQUANTIZE: int8 -> float32, (float)((double)s * (q - zp)) in LiteRT's reference.
 
@@ -318,11 +323,11 @@ def _arg(case, scheme, fn):
     return [res]
 
 
-@register("ARG_MAX")
+@register("ARG_MAX", rounding="none")
 def arg_max(case, scheme):
     return _arg(case, scheme, np.argmax)
 
 
-@register("ARG_MIN")
+@register("ARG_MIN", rounding="none")
 def arg_min(case, scheme):
     return _arg(case, scheme, np.argmin)

@@ -108,7 +108,7 @@ def reshape_target_shape(case) -> list[int]:
     return new
 
 
-@register("RESHAPE")
+@register("RESHAPE", rounding="none")
 def reshape(case, scheme):
     """reshape.cc: a memcpy of the codes into the resolved shape."""
     _same_qparams(case, [0])
@@ -117,7 +117,7 @@ def reshape(case, scheme):
 
 # --------------------------------------------------------------------------- SQUEEZE
 
-@register("SQUEEZE")
+@register("SQUEEZE", rounding="none")
 def squeeze(case, scheme):
     """squeeze.cc: drop the listed size-1 dims (negative ones counted from the end), or
     every size-1 dim when ``squeeze_dims`` is empty or absent."""
@@ -142,7 +142,7 @@ def squeeze(case, scheme):
 
 # --------------------------------------------------------------------------- CONCATENATION
 
-@register("CONCATENATION")
+@register("CONCATENATION", rounding="none")
 def concatenation(case, scheme):
     """concatenation.cc (int8): every input shares the output's scale/zero point, so the
     codes are copied along ``axis`` (negative: counted from the end).
@@ -168,7 +168,7 @@ def concatenation(case, scheme):
 
 # --------------------------------------------------------------------------- TRANSPOSE
 
-@register("TRANSPOSE")
+@register("TRANSPOSE", rounding="none")
 def transpose(case, scheme):
     """transpose.cc: output dim i is input dim perm[i]; -rank <= perm[i] < rank (negative
     entries counted from the end)."""
@@ -186,7 +186,7 @@ def transpose(case, scheme):
 
 # --------------------------------------------------------------------------- GATHER
 
-@register("GATHER")
+@register("GATHER", rounding="none")
 def gather(case, scheme):
     """gather.cc + reference_ops::Gather: out[batch, outer, i, inner] =
     in[batch, outer, idx[batch, i], inner]; negative axis counts from the input's rank,
@@ -219,7 +219,7 @@ def gather(case, scheme):
 
 # --------------------------------------------------------------------------- SLICE
 
-@register("SLICE")
+@register("SLICE", rounding="none")
 def slice_(case, scheme):
     """slice.cc: out = in[begin : begin + size] per dim; size -1 takes the rest of the dim."""
     _same_qparams(case, [0])
@@ -377,7 +377,7 @@ def _trunc_div(a: int, b: int) -> int:
     return qv if (a >= 0) == (b > 0) else -qv
 
 
-@register("STRIDED_SLICE")
+@register("STRIDED_SLICE", rounding="none")
 def strided_slice(case, scheme):
     """strided_slice.cc + reference_ops::StridedSlice: for each effective axis the indices
     start, start + stride, ... while (< stop for stride > 0, > stop for stride < 0);
@@ -410,14 +410,14 @@ def _pad(case, value: int):
     return _result(case, np.pad(x, [(int(a), int(b)) for a, b in pads], mode="constant", constant_values=value))
 
 
-@register("PAD")
+@register("PAD", rounding="none")
 def pad(case, scheme):
     """pad.cc: pads with the output zero point (real 0)."""
     _same_qparams(case, [0])
     return _pad(case, int(case.outputs[0].zero_point[0]))
 
 
-@register("PADV2")
+@register("PADV2", rounding="none")
 def padv2(case, scheme):
     """pad.cc PADV2: pads with the code of ``constant_values`` (one element, same scale and
     zero point as the output), or with the output zero point when it is absent."""
@@ -432,7 +432,7 @@ def padv2(case, scheme):
 
 # --------------------------------------------------------------------------- SPACE_TO_DEPTH
 
-@register("SPACE_TO_DEPTH")
+@register("SPACE_TO_DEPTH", rounding="none")
 def space_to_depth(case, scheme):
     """reference_ops::SpaceToDepth (NHWC): out[n, h, w, (bh * b + bw) * C + c] =
     in[n, h * b + bh, w * b + bw, c]."""
@@ -468,7 +468,7 @@ def _block_params(case, x, second: str):
     return [int(v) for v in block], [[int(a), int(b)] for a, b in pc]
 
 
-@register("SPACE_TO_BATCH_ND")
+@register("SPACE_TO_BATCH_ND", rounding="none")
 def space_to_batch_nd(case, scheme):
     """reference_ops::SpaceToBatchND: pad H and W with the output zero point, then
     out[(sh * bw + sw) * N + n, h, w, c] = padded[n, h * bh + sh, w * bw + sw, c].
@@ -490,7 +490,7 @@ def space_to_batch_nd(case, scheme):
     return _result(case, y)
 
 
-@register("BATCH_TO_SPACE_ND")
+@register("BATCH_TO_SPACE_ND", rounding="none")
 def batch_to_space_nd(case, scheme):
     """reference_ops::BatchToSpaceND: out[n, h * bh + sh - crop_top, w * bw + sw - crop_left, c] =
     in[(sh * bw + sw) * N + n, h, w, c], cropped. A 3-D NHC input is treated as NH1C."""
@@ -512,7 +512,7 @@ def batch_to_space_nd(case, scheme):
 
 # --------------------------------------------------------------------------- SHAPE
 
-@register("SHAPE")
+@register("SHAPE", rounding="none")
 def shape(case, scheme):
     """shape.cc: the input's dimensions as a 1-D int32 or int64 tensor (``out_type``)."""
     out = case.outputs[0]

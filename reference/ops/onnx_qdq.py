@@ -32,7 +32,7 @@ def qparams(case, t) -> tuple[np.ndarray, np.ndarray, int, int]:
     return s, z, t.quantized_dimension, 0
 
 
-@register("QuantizeLinear")
+@register("QuantizeLinear", rounding="float-half-even")
 def quantize_linear(case, scheme):
     x, y = case.inputs[0], case.outputs[0]
     s, z, axis, block = qparams(case, y)
@@ -44,7 +44,7 @@ def quantize_linear(case, scheme):
     return [onnx_ops.quantize_linear(data, s, z, axis=axis, block_size=block, dtype=y.dtype)]
 
 
-@register("DequantizeLinear")
+@register("DequantizeLinear", rounding="none")
 def dequantize_linear(case, scheme):
     x = case.inputs[0]
     s, z, axis, block = qparams(case, x)

@@ -124,7 +124,7 @@ def _pool_strides(case):
     return attr_int(case, "stride_h", 1), attr_int(case, "stride_w", 1)
 
 
-@register("AVERAGE_POOL_2D")
+@register("AVERAGE_POOL_2D", rounding="int-div-round")
 def average_pool_2d(case, scheme):
     """reference_integer_ops::AveragePool (int8): the sum of the raw codes over the window's
     in-bounds taps (padding excluded), divided by their count with (sum +- n/2) / n
@@ -152,7 +152,7 @@ def average_pool_2d(case, scheme):
     return [scheme.quantize_real(real / ft(scale(out)), zp(out), lo, hi)]
 
 
-@register("MAX_POOL_2D")
+@register("MAX_POOL_2D", rounding="none")
 def max_pool_2d(case, scheme):
     """reference_integer_ops::MaxPool (int8): the largest raw code over the window's in-bounds
     taps (the kernel starts from -128, so padding with -128 changes nothing), clamped to the
@@ -230,7 +230,7 @@ def _reduce_quantized(case, scheme, divide: bool):
     return [scheme.quantize_real(real / ft(s_out), z_out, lo, hi)]
 
 
-@register("MEAN")
+@register("MEAN", rounding="fixed-double")
 def mean(case, scheme):
     """reference_ops::QuantizedMeanOrSum(compute_sum=false), the path BUILTIN_REF's MEAN takes
     for int8 for every rank, axis set and keep_dims (including the 4-D keep_dims {1, 2}
@@ -240,7 +240,7 @@ def mean(case, scheme):
     return _reduce_quantized(case, scheme, divide=True)
 
 
-@register("SUM")
+@register("SUM", rounding="fixed-double")
 def reduce_sum(case, scheme):
     """The spec's SUM: sum (q - z_in) * s_in / s_out + z_out, rounded and clamped, with
     LiteRT's QuantizedMeanOrSum(compute_sum=true) arithmetic on int8 codes: MBQM(sum q -
@@ -303,7 +303,7 @@ def inv_sqrt_multiplier(acc):
     return np.where(small, INT32_MAX, x), np.where(small, 0, -shift)
 
 
-@register("L2_NORMALIZATION")
+@register("L2_NORMALIZATION", rounding="fixed-double")
 def l2_normalization(case, scheme):
     """reference_integer_ops::L2Normalization (int8, output (1/128, 0)): per row of the last
     axis acc = sum (q - z)^2 (int32), (m, shift) = GetInvSqrtQuantizedMultiplierExp(acc)
@@ -388,7 +388,7 @@ def _interp_float(in_size: int, out_size: int, ac: bool, hp: bool, ft):
     return v, lower, upper
 
 
-@register("RESIZE_BILINEAR")
+@register("RESIZE_BILINEAR", rounding="shift-round")
 def resize_bilinear(case, scheme):
     """reference_ops::ResizeBilinearInteger (int8; quantization ignored, same scale in and
     out): 10-bit fixed-point source coordinates (:func:`_interp_integer`), the four

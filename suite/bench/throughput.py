@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 
 from suite.bench.timing import quiet_native_output
 from suite.cases.generate import generate, generator_ops
+from suite.cases.hunt import params
 from suite.core.findings import match
 from targets import get_target
 from targets.base import Timing
@@ -53,7 +54,7 @@ def _measure(target_name: str, mode: str, target, cases, batch_size: int, timing
     by_op = defaultdict(list)
     for c in cases:
         # in process (no isolation here): leave out cases known to crash this target's runtime
-        if match(c.op, target_name, c.variant, "crash") is None:
+        if match(c.op, target_name, c.variant, "crash", params(c)) is None:
             by_op[c.op].append(c)
     cases = [c for cs in by_op.values() for c in cs]
     outs = []

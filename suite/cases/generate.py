@@ -299,14 +299,24 @@ class Gen:
 
 def rounding_inputs(g: Gen, kind: str, m: int, s: int, lo: int, hi: int, count: int) -> np.ndarray | None:
     """``count`` integers x in [lo, hi] (drawn with ``g``) that MultiplyByQuantizedMultiplier(x, m, s)
-    makes interesting: kind "tie": x * m * 2^(s-31) is exactly k + 1/2; kind "dbl_vs_single": the
-    two-step (default build) and one-step (TFLITE_SINGLE_ROUNDING) results differ away from a tie.
-    None if [lo, hi] holds none."""
+    makes interesting: kind "tie": x * m * 2^(s-31) is exactly k + 1/2; "ties": such a tie that the
+    default build rounds away from zero (its final RoundingDivideByPOT decides it, not
+    SaturatingRoundingDoublingHighMul, which rounds negative ties up), half of them below zero
+    where [lo, hi] has both; kind "dbl_vs_single": the two-step (default build) and one-step
+    (TFLITE_SINGLE_ROUNDING) results differ away from a tie. None if [lo, hi] holds none."""
     x = np.arange(lo, hi + 1, dtype=np.int64)
     total = 31 - s
     tie = np.mod(x * m, np.int64(1) << total) == (np.int64(1) << (total - 1))
     if kind == "tie":
         pick = x[tie]
+    elif kind == "ties":
+        away = (x * m >> total) + (x > 0)          # floor of the tie, + 1 above zero
+        pick = x[tie & (arith.mbqm_double(x, m, s) == away)]
+        neg, pos = pick[pick < 0], pick[pick > 0]
+        if neg.size and pos.size:
+            half = count // 2
+            return np.concatenate([neg[g.rng.integers(0, neg.size, size=half)],
+                                   pos[g.rng.integers(0, pos.size, size=count - half)]])
     else:
         pick = x[(arith.mbqm_double(x, m, s) != arith.mbqm_single(x, m, s)) & ~tie]
     if pick.size == 0:

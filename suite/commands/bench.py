@@ -28,6 +28,7 @@ from reports.runinfo import host_info
 from suite.bench import golden, suite_run, throughput
 from suite.bench.cases import OPS
 from suite.core.errors import QconformError
+from suite.harness.options import MAX_CASES_PER_OP, MAX_REPEATS
 
 THROUGHPUT_TARGETS = ["tflite", "tflite-ref", "ort", "htp"]
 CASES_PER_OP = 30   # the default run's
@@ -71,11 +72,15 @@ def main(args) -> int:
             or (args.cases_per_op is not None and args.cases_per_op < 1)):
         raise QconformError("--golden-scale, --repeats, --cases-per-op, --batch-size and --warm-runs must be >= 1",
                             field="bench")
+    if args.repeats > MAX_REPEATS or (args.cases_per_op or 0) > MAX_CASES_PER_OP:
+        raise QconformError(f"--repeats at most {MAX_REPEATS:,}, --cases-per-op at most {MAX_CASES_PER_OP:,} "
+                            f"(got {args.repeats:,}, {args.cases_per_op or 0:,})", field="bench",
+                            rule="the bounds of a run")
     if args.workers < 0:
         raise QconformError(f"must be >= 0 (got {args.workers})", field="--workers")
     targets = [t.strip() for t in args.targets.split(",") if t.strip()] if args.targets else None
     out: dict = {"format": "qconform-bench/2", "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    out["host"] = host_info()
+    out["host"] = host_info(isa_flags())
     out["load_before"] = list(os.getloadavg())
     print(f"qconform bench on {out['host'].get('cpu_model')} x {out['host'].get('cpu_count')} "
           f"(numpy {out['host'].get('numpy')}, python {out['host'].get('python')}), load average "

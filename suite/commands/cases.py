@@ -19,6 +19,7 @@ from suite.cases.generate import DEFAULT_CASES_PER_OP, generate, generator_ops
 from suite.commands.golden import golden_doc, write_doc
 from suite.core.case import save_case
 from suite.core.errors import QconformError
+from suite.harness.options import MAX_CASES_PER_OP, MAX_SEED
 
 
 def register(sub):
@@ -38,8 +39,11 @@ def register(sub):
 
 def run(args) -> int:
     n = args.cases_per_op if args.cases_per_op is not None else DEFAULT_CASES_PER_OP
-    if n < 1:
-        raise QconformError(f"must be >= 1 (got {n})", field="--cases-per-op")
+    if not 1 <= n <= MAX_CASES_PER_OP:   # the same bound as a run's
+        raise QconformError(f"must be in [1, {MAX_CASES_PER_OP:,}] (got {n:,})", field="--cases-per-op",
+                            rule=f"at most {MAX_CASES_PER_OP:,} cases per operator")
+    if not 0 <= args.seed <= MAX_SEED:
+        raise QconformError(f"must be in [0, 2^63 - 1] (got {str(args.seed)[:40]})", field="--seed")
     ops = [x.strip() for v in args.ops for x in v.split(",") if x.strip()]
     known = generator_ops()
     bad = [o for o in ops if o not in known]

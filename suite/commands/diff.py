@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from reports.diff import FIELDS, diff_runs, to_markdown, to_text, write_csv
+from reports.latency import latency_change
 from suite.core.errors import QconformError
 
 
@@ -19,19 +20,28 @@ def register(sub):
     p = sub.add_parser("diff", help="regressions of a run against a baseline run (exit 1 if any, 2 if not comparable)",
                        description="Compare two run folders (<report-dir>/runs/<run id>, a latest link, or a report "
                                    "directory: its latest run). First the set-ups: seed, cases (cases per op, the "
-                                   "case ids and their content digests), ops, targets, devices, tolerance policy, "
-                                   "scheme and runtime versions must match, else exit 2 naming what differs "
+                                   "case ids and their content digests), ops, targets, devices, tolerance policy and "
+                                   "scheme must match, else exit 2 naming what differs "
                                    "(--allow-different FIELD compares anyway, the difference heading the report). "
                                    "Then case by case: cases that passed and now fail, more mismatching elements, "
                                    "larger max |error|, new unsupported cases, cases gone missing, and per op and "
-                                   "target bit-exact %% drops, max |error| growth and latency regressions beyond both "
-                                   "the threshold and the runs' recorded spread. Prints the verdict first, writes "
-                                   "diff.json and diff.csv (to RUN_DIR unless -o). Exit 0 no regression, 1 regressed, "
-                                   "2 not comparable or bad input.")
+                                   "target bit-exact %% drops, max |error| growth, new, fixed and still-failing group "
+                                   "verdicts (bias, declared scheme, certification), and latency changes (a "
+                                   "Mann-Whitney U test on the per-case p50s, beyond both --latency-threshold and "
+                                   "--latency-min-us, same device facts only; they gate only with --latency-gate). "
+                                   "Runtime versions that differ are an upgrade: compared, and named. Prints the "
+                                   "verdict first, writes diff.json and diff.csv (to RUN_DIR unless -o). Exit 0 no "
+                                   "regression, 1 regressed, 2 not comparable or bad input.")
     p.add_argument("baseline", metavar="BASELINE_DIR")
     p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--latency-threshold", type=float, default=10.0, metavar="PCT",
-                   help="latency regression threshold in percent (default 10)")
+    p.add_argument("--latency-threshold", type=float, default=20.0, metavar="PCT",
+                   help="smallest latency change listed, in percent of the baseline's median (default 20)")
+    p.add_argument("--latency-min-us", type=float, default=5.0, metavar="US",
+                   help="smallest latency change listed, in microseconds (default 5)")
+    p.add_argument("--latency-p", type=float, default=0.05, metavar="P",
+                   help="significance of the Mann-Whitney U test on the per-case p50s (default 0.05)")
+    p.add_argument("--latency-gate", action="store_true",
+                   help="a significant slow-down fails the diff (exit 1); by default latency changes are listed only")
     p.add_argument("--markdown", metavar="FILE", help="also write the diff as Markdown (for a pull-request comment)")
     p.add_argument("-o", "--output-dir", metavar="DIR", help="where diff.json and diff.csv go (default RUN_DIR)")
     p.add_argument("--allow-missing", action="store_true",
@@ -43,9 +53,13 @@ def register(sub):
 
 
 def run(args) -> int:
-    if not 0 <= args.latency_threshold < float("inf"):   # (NaN compares false: it would pass every latency)
-        raise QconformError(f"must be a finite number >= 0 (got {args.latency_threshold})", field="--latency-threshold")
-    d = diff_runs(args.baseline, args.run_dir, args.latency_threshold, args.allow_missing, args.allow_different)
+    for name, v in (("--latency-threshold", args.latency_threshold), ("--latency-min-us", args.latency_min_us)):
+        if not 0 <= v < float("inf"):   # (NaN compares false: it would pass every latency)
+            raise QconformError(f"must be a finite number >= 0 (got {v})", field=name)
+    if not 0 < args.latency_p <= 1:
+        raise QconformError(f"must be in (0, 1] (got {args.latency_p})", field="--latency-p")
+    d = diff_runs(args.baseline, args.run_dir, args.latency_threshold, args.allow_missing, args.allow_different,
+                  latency_min_us=args.latency_min_us, latency_p=args.latency_p, latency_gate=args.latency_gate, latency=latency_change)
     out = Path(args.output_dir or d.run_folder)
     out.mkdir(parents=True, exist_ok=True)
     # written whatever the verdict: a diff.md or diff.json left by an earlier diff must not stand for this one

@@ -42,7 +42,7 @@ def register(sub):
                    help="seconds per (op, target), searching and shrinking (default 60)")
     p.add_argument("-o", "--output", default="hunt", metavar="DIR", help="where the cases go (default hunt/)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the search (default 0)")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+    p.add_argument("--case-timeout", "--timeout", dest="timeout", type=float, default=10.0, metavar="SECONDS",
                    help="per-case time limit in the target's worker process: a hang is a timeout (default 10)")
     p.add_argument("--scheme", default=None, help=f"requantization scheme of the golden (default {DEFAULT_SCHEME})")
     p.add_argument("--tolerance", metavar="FILE", help="tolerance policy (default suite/core/tolerances.toml)")

@@ -16,7 +16,7 @@ from suite.core.errors import QconformError
 from suite.core.spec import check_case
 from suite.core.tolerance import DEFAULT_FILE
 from suite.harness.folder import write_whole
-from suite.harness.repro import JUDGED, differences, digest_of, read_judged, repro_command
+from suite.harness.repro import JUDGED, differences, digest_of, own_settings, read_judged, repro_command
 from suite.harness.shrink import make_judge, shrink, shrunk_document
 
 
@@ -36,7 +36,7 @@ def register(sub):
     p.add_argument("--any-mismatch", action="store_true",
                    help="shrink while any element differs (default: while the verdict is a failure)")
     p.add_argument("--max-runs", type=int, default=200, metavar="N", help="target runs at most (default 200)")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--case-timeout", "--timeout", dest="timeout", type=float, default=None, metavar="SECONDS",
                    help="per-run time limit of a target in a worker process (default: the failure file's, "
                         "else 60): a hang is a timeout")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
@@ -52,16 +52,16 @@ def run(args) -> int:
         raise QconformError(f"{pr.message} [{pr.clause}]", source=str(src), field=pr.field,
                             rule="the case must follow its spec table")
     judged = read_judged(src)
-    target = args.target or (judged or {}).get("target")
+    target, device, tolerance = args.target, args.device, args.tolerance
+    if judged is not None:   # only what runs and reads nothing the command line did not name
+        target, device, tolerance = own_settings(judged, src, target=target, device=device, tolerance=tolerance)
     if not target:
         raise QconformError("name the target (--target X): the case file does not say", field="--target")
     if args.max_runs < 1:
         raise QconformError(f"must be >= 1 (got {args.max_runs})", field="--max-runs")
     own = judged is not None and judged.get("target") == target   # a rerun: judged as the run did
-    scheme = args.scheme or (judged["scheme"] if own else DEFAULT_SCHEME)
-    tolerance = args.tolerance or (judged["tolerance"]["file"] if own else None)
-    timeout = args.timeout if args.timeout is not None else (float(judged["timeout"]) if own else 60.0)
-    device = args.device or (judged.get("device") if own else None)
+    scheme = args.scheme or (str(judged.get("scheme")) if own else DEFAULT_SCHEME)
+    timeout = args.timeout if args.timeout is not None else (_seconds(judged.get("timeout"), src) if own else 60.0)
     if scheme not in kernel_schemes():   # else every sub-case "does not fail": the golden raises on an unknown name
         raise QconformError(f"unknown or non-kernel scheme '{scheme}' (known: {', '.join(kernel_schemes())})",
                             field="--scheme")
@@ -73,7 +73,7 @@ def run(args) -> int:
         except OSError as e:
             raise QconformError(f"cannot read the tolerance policy it was judged under: {e.strerror}",
                                 source=str(tolerance), field="--tolerance",
-                                rule=f"give --tolerance FILE with sha256 {judged['tolerance']['sha256']}") from None
+                                rule=f"give --tolerance FILE with sha256 {(judged.get('tolerance') or {}).get('sha256')}") from None
         diff = differences(judged, scheme=scheme, tolerance_digest=digest, device=device, timeout=timeout)
         if diff:
             raise QconformError(f"would be judged with {'; '.join(diff)}", source=str(src), field="judged",
@@ -97,3 +97,10 @@ def run(args) -> int:
                                     "tolerance": {"file": tolerance or str(DEFAULT_FILE)}}
     print(f"reproduce: {repro_command(judged_as, out)}")
     return 0
+
+
+def _seconds(v, src) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise QconformError(f"must be a number of seconds (got {json.dumps(v)})", source=str(src),
+                            field="judged.timeout", rule="a failure file as qconform writes it")
+    return float(v)

@@ -20,7 +20,8 @@ import numpy as np
 
 from suite.core.dtypes import DTYPES
 from suite.core.errors import QconformError
-from suite.core.spec import known_ops, tables
+from suite.core.spec import known_ops, tables, with_defaults
+from suite.core.userfile import read_text
 
 FORMAT = "qconform-case/1"
 
@@ -28,6 +29,7 @@ FORMAT = "qconform-case/1"
 #: (the characters and length suite/harness/folder.py's safe_name keeps: the file name is the id)
 ID_CHARS = "A-Za-z0-9._~+-"
 ID_MAX = 120
+DIM_MAX = (1 << 31) - 1   # a dimension or index LiteRT can hold (int32)
 ID_RULE = f"a case id is 1 to {ID_MAX} of [{ID_CHARS}], not starting with '.'"
 _ID = re.compile(f"[{ID_CHARS}]{{1,{ID_MAX}}}")
 
@@ -172,7 +174,12 @@ class Case:
         return json.dumps(self.to_dict(), separators=(",", ":"), sort_keys=False) + "\n"
 
     def digest(self) -> str:
-        """A content digest: op, attrs, spec, tensors and data (not the id or variant)."""
+        """A content digest: op, attrs, spec, tensors and data (not the id or variant): the first
+        16 hex digits of :meth:`sha256`."""
+        return self.sha256()[:16]
+
+    def sha256(self) -> str:
+        """The full sha256 (64 hex digits) of what :meth:`digest` covers (certificates quote it)."""
         h = hashlib.sha256()
         head = {"op": self.op, "spec": self.spec, "attrs": _jsonable(self.attrs),
                 "inputs": [t.to_dict(with_data=False) for t in self.inputs],
@@ -182,7 +189,7 @@ class Case:
             if t.data is not None:
                 arr = np.ascontiguousarray(t.data)
                 h.update(arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes())
-        return h.hexdigest()[:16]
+        return h.hexdigest()
 
     def n_output_elements(self) -> int:
         return sum(t.size for t in self.outputs)
@@ -218,12 +225,7 @@ def load_case(path: str | os.PathLike) -> Case:
     """Read and validate one case file; raises QconformError naming the field and rule."""
     path = Path(path)
     src = str(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise QconformError(f"cannot read case file: {e.strerror}", source=src) from None
-    except UnicodeDecodeError:
-        raise QconformError("case file is not UTF-8 text", source=src, rule="JSON text") from None
+    text = read_text(path, "case file")
     try:
         obj = json.loads(text, object_pairs_hook=_no_duplicates)
     except _DuplicateKey as e:
@@ -255,8 +257,11 @@ def expand_case_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
         except (OSError, ValueError) as e:   # a name too long, a NUL byte
             raise QconformError(f"cannot read: {e}", source=str(p)[:200], field="--case-file") from None
         if is_dir:
-            out.extend(sorted(q for q in p.rglob("*.json")
-                              if not q.name.endswith((".golden.json", ".result.json"))))
+            found = sorted(q for q in p.rglob("*.json") if not q.name.endswith((".golden.json", ".result.json")))
+            if not found:   # else a run of nothing: pytest's silent status 5
+                raise QconformError("holds no case files (*.json)", source=str(p), field="--case-file",
+                                    rule="a folder of case files")
+            out.extend(found)
         elif exists:
             out.append(p)
         else:
@@ -300,8 +305,9 @@ def case_from_dict(obj: Any, source: str = "<case>") -> Case:
         if why:
             v.fail("id", why, ID_RULE)
     index = obj.get("index", 0)
-    if not isinstance(index, int) or isinstance(index, bool):
-        v.fail("index", "must be an integer", "integer field")
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index <= DIM_MAX:
+        v.fail("index", f"must be an integer in [0, {DIM_MAX}] (got {str(index)[:40]})", "integer field")
+    attrs = with_defaults(op, spec_name, attrs)   # one value for the golden and every target
     return Case(op=op, inputs=inputs, outputs=outputs, attrs=attrs, id=obj.get("id", ""),
                 variant=obj.get("variant", "file"), index=index, clause=obj.get("clause", ""),
                 spec=spec_name, description=obj.get("description", ""), source=source)
@@ -326,12 +332,17 @@ class _Validator:
         if (not isinstance(shape, list)
                 or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
             self.fail(f"{where}.shape", "must be a list of non-negative integers", "shape")
+        if any(d > DIM_MAX for d in shape):
+            self.fail(f"{where}.shape", f"a dimension above {DIM_MAX} (got {shape})"[:200], "dimension <= 2^31 - 1")
         if len(shape) > 8:
             self.fail(f"{where}.shape", f"rank {len(shape)} is above the supported 8", "rank <= 8")
         size = math.prod(shape)
         if size > 64 * 1024 * 1024:
             self.fail(f"{where}.shape", f"{size} elements is above the supported 2^26", "size limit")
         data = None
+        if "data" in t and not need_data:
+            self.fail(f"{where}.data", "an output's values are what the golden computes: a case gives none "
+                      "(a failure file keeps a target's as \"got\" and the golden's as \"want\")", "outputs carry no data")
         if "data" in t:
             raw = t["data"]
             if not isinstance(raw, list):

@@ -58,6 +58,7 @@ import numpy as np
 from suite.core.case import Tensor
 from suite.core.dtypes import DTYPES, pack_int4, unpack_int4
 from suite.core.errors import QconformError
+from suite.core.userfile import read_text
 
 MIN_RANGE = 0.01
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -283,12 +284,7 @@ def read_encodings(path: str | os.PathLike, axis: int = 0, min_range: float = MI
     not say it; 0 is a Conv weight's output channel in ONNX's OIHW and LiteRT's OHWI).
     """
     src = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise QconformError(f"cannot read encodings file: {e.strerror}", source=src) from None
-    except UnicodeDecodeError:
-        raise QconformError("not UTF-8 text", source=src, rule="JSON text") from None
+    text = read_text(path, "encodings file", kind="encodings")
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as e:

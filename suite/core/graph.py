@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.core.case import Case, Tensor
+from suite.core.userfile import read_bytes
 
 CASE, FLOAT = "case", "float"
 
@@ -83,7 +84,5 @@ class Graph:
 
 def file_digest(path: str | Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
+    h.update(read_bytes(path, "model", "--model", "model"))
     return h.hexdigest()

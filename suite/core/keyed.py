@@ -71,33 +71,54 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)   # a FIFO planted at the path must not block the open
 
 
-def _read_key(path: Path) -> bytes:
-    try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
-    except FileNotFoundError:
-        raise
-    except OSError as e:   # ELOOP: a symbolic link (O_NOFOLLOW); EACCES; ...
-        if os.path.islink(path):
-            raise KeyProblem(path, "is a symbolic link, not a regular file") from None
-        raise KeyProblem(path, f"cannot be opened: {e.strerror or e}") from None
+class FileRefused(OSError):
+    """A file :func:`read_regular` does not read: ``why``; ``size`` when it is too big."""
+
+    def __init__(self, why: str, size: int | None = None):
+        super().__init__(why)
+        self.why, self.size = why, size
+
+
+def read_regular(path, limit: int, check=None) -> bytes:
+    """The bytes of the regular file at ``path``, at most ``limit`` of them: a symbolic link is
+    not followed, a FIFO never blocks, and ``check(stat)`` (a reason, or None) judges the very
+    file opened. Raises FileNotFoundError, :class:`FileRefused` (not a regular file, refused by
+    ``check``, bigger than ``limit``: ``size``) or another OSError."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
     try:
         st = os.fstat(fd)           # of the very file opened: no check-then-use race
-        why = _unsafe(st)
+        why = "is not a regular file" if not stat.S_ISREG(st.st_mode) else (check(st) if check else None)
         if why:
-            raise KeyProblem(path, why)
-        data = b""
-        while len(data) <= KEY_BYTES:
-            chunk = os.read(fd, KEY_BYTES + 1 - len(data))
+            raise FileRefused(why)
+        if st.st_size > limit:
+            raise FileRefused(f"{st.st_size} bytes, more than {limit}", st.st_size)
+        data, want = b"", st.st_size + 1      # (one byte more: a file grown since fstat shows)
+        while len(data) < want:
+            chunk = os.read(fd, want - len(data))
             if not chunk:
                 break
             data += chunk
-    except OSError as e:
-        raise KeyProblem(path, f"cannot be read: {e.strerror or e}") from None
+        if len(data) > limit:       # grown since fstat
+            raise FileRefused(f"more than {limit} bytes", len(data))
+        return data
     finally:
         os.close(fd)
+
+
+def _read_key(path: Path) -> bytes:
+    try:
+        data = read_regular(path, KEY_BYTES, _unsafe)
+    except FileNotFoundError:
+        raise
+    except FileRefused as e:
+        raise KeyProblem(path, f"holds {KEY_BYTES + 1}+ bytes, not {KEY_BYTES}" if e.size is not None
+                         else e.why) from None
+    except OSError as e:   # ELOOP: a symbolic link (O_NOFOLLOW); EACCES; ...
+        if os.path.islink(path):
+            raise KeyProblem(path, "is a symbolic link, not a regular file") from None
+        raise KeyProblem(path, f"cannot be read: {e.strerror or e}") from None
     if len(data) != KEY_BYTES:
-        raise KeyProblem(path, f"holds {len(data)}{'+' if len(data) > KEY_BYTES else ''} bytes, "
-                               f"not {KEY_BYTES}")
+        raise KeyProblem(path, f"holds {len(data)} bytes, not {KEY_BYTES}")
     return data
 
 

@@ -18,6 +18,82 @@ from suite.core.userfile import tomllib   # (tomli on Python 3.10)
 
 SPEC_DIR = Path(__file__).parent / "tables"
 
+# ----------------------------------------------------------------------------- op options
+
+#: Every option a case may give (``attrs``): its type and bounds, checked where a case enters
+#: (:func:`check_case`), and its value when absent (``REQUIRED``: it must be given). The defaults
+#: are written into a case when it is read (:func:`with_defaults`), so the golden and every target
+#: read one value: LiteRT's schema would give an absent stride, beta or alpha 0.
+#: ("int", lo, hi) | ("float", lo, hi) (lo excluded when > 0) | ("bool",) | ("enum", values) |
+#: ("ints", lo, hi, max length) | ("str",)
+REQUIRED = object()
+SIZE_MAX = 1 << 16   # windows, strides, dilations: no real model comes near; bounds the golden's work
+RANK_MAX = 8
+ATTRS: dict[str, tuple[tuple, Any]] = {
+    "padding": (("enum", ("SAME", "VALID")), "SAME"),
+    "fused_activation_function": (("enum", ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")), "NONE"),
+    "stride_h": (("int", 1, SIZE_MAX), 1), "stride_w": (("int", 1, SIZE_MAX), 1),
+    "dilation_h_factor": (("int", 1, SIZE_MAX), 1), "dilation_w_factor": (("int", 1, SIZE_MAX), 1),
+    "filter_height": (("int", 1, SIZE_MAX), REQUIRED), "filter_width": (("int", 1, SIZE_MAX), REQUIRED),
+    "depth_multiplier": (("int", 1, SIZE_MAX), None),
+    "keep_dims": (("bool",), False), "keep_num_dims": (("bool",), False), "align_corners": (("bool",), False),
+    "half_pixel_centers": (("bool",), False), "adj_x": (("bool",), False), "adj_y": (("bool",), False),
+    "offset": (("bool",), False),
+    "beta": (("float", 0.0, float(SIZE_MAX)), 1.0),
+    "alpha": (("float", -float(SIZE_MAX), float(SIZE_MAX)), 0.2),
+    "axis": (("int", -RANK_MAX, RANK_MAX - 1), None), "batch_dims": (("int", -RANK_MAX, RANK_MAX - 1), None),
+    "block_size": (("int", 0, SIZE_MAX), None),
+    "begin_mask": (("int", 0, (1 << RANK_MAX) - 1), None), "end_mask": (("int", 0, (1 << RANK_MAX) - 1), None),
+    "ellipsis_mask": (("int", 0, (1 << RANK_MAX) - 1), None),
+    "new_axis_mask": (("int", 0, (1 << RANK_MAX) - 1), None),
+    "shrink_axis_mask": (("int", 0, (1 << RANK_MAX) - 1), None),
+    "new_shape": (("ints", -1, (1 << 31) - 1, RANK_MAX), None),
+    "squeeze_dims": (("ints", -RANK_MAX, RANK_MAX - 1, RANK_MAX), None),
+    "output_type": (("enum", ("int32", "int64")), None), "out_type": (("enum", ("int32", "int64")), None),
+}
+#: the golden's largest intermediate array (a padded input, a convolution's gathered taps), in
+#: elements: 2^27, 1 GiB at 8 bytes (docs/case-format.md)
+WORK_MAX = 1 << 27
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def attr_problem(name: str, v) -> str | None:
+    """Why option ``name`` cannot be ``v`` (None: it can)."""
+    kind = ATTRS[name][0]
+    if kind[0] == "int" and not (_is_int(v) and kind[1] <= v <= kind[2]):
+        return f"must be an integer in [{kind[1]}, {kind[2]}] (got {v!r})"[:200]
+    if kind[0] == "bool" and not isinstance(v, bool):
+        return f"must be true or false (got {v!r})"[:200]
+    if kind[0] == "enum" and v not in kind[1]:
+        return f"must be one of {', '.join(kind[1])} (got {v!r})"[:200]
+    if kind[0] == "float":
+        try:
+            f = float(v) if _is_int(v) or isinstance(v, float) else None
+        except OverflowError:   # an integer beyond the float range
+            f = None
+        lo, hi = kind[1], kind[2]
+        if f is None or not math.isfinite(f) or f > hi or (f <= lo if lo >= 0 else f < lo):
+            low = f"({lo:g}" if lo >= 0 else f"[{lo:g}"
+            return f"must be a finite number in {low}, {hi:g}] (got {v!r})"[:200]
+    if kind[0] == "ints" and not (isinstance(v, list) and len(v) <= kind[3]
+                                  and all(_is_int(e) and kind[1] <= e <= kind[2] for e in v)):
+        return f"must be a list of at most {kind[3]} integers in [{kind[1]}, {kind[2]}] (got {v!r})"[:200]
+    return None
+
+
+def with_defaults(op: str, table_name: str, attrs: dict) -> dict:
+    """``attrs`` with every absent option of ``op`` that has a default set to it."""
+    try:
+        names = rule(op, table_name).attrs
+    except KeyError:
+        return attrs
+    filled = {n: ATTRS[n][1] for n in names if n in ATTRS and n not in attrs
+              and ATTRS[n][1] is not None and ATTRS[n][1] is not REQUIRED}
+    return {**attrs, **filled} if filled else attrs
+
 
 @dataclass(frozen=True)
 class TensorRule:
@@ -188,6 +264,19 @@ def check_case(case) -> list[Violation]:
     if unknown:
         bad(("attrs",), "attrs", f"{case.op} has no option(s) {', '.join(unknown)} "
             f"(its options: {', '.join(r.attrs) or 'none'})")
+    for name in r.attrs:
+        if name not in ATTRS:
+            continue
+        if name not in case.attrs:
+            if ATTRS[name][1] is REQUIRED:
+                bad(("attrs", name), f"attrs.{name}", f"{case.op} needs {name} (it has no default)")
+            continue
+        why = attr_problem(name, case.attrs[name])
+        if why:
+            bad(("attrs", name), f"attrs.{name}", why)
+    if not out:
+        _check_work(case, bad)
+        _check_agreement(case, bad)
 
     n_required = sum(1 for t in r.inputs if not t.optional and not t.variadic)
     if len(case.inputs) < n_required:
@@ -331,3 +420,55 @@ def _check_axis_blocks(case, t, tr: TensorRule, where: str, bad) -> None:
                 bad((tr.name, tr.block_attr), f"{where}.scale_shape",
                     f"dimension {t.quantized_dimension} of size {d} in blocks of {b} needs "
                     f"ceil({d}/{b}) = {-(-d // b)} scales, got {t.scale_shape[t.quantized_dimension]}")
+
+
+def _check_work(case, bad) -> None:
+    """A convolution's or pool's window, stride and dilation keep the golden's largest array (the
+    zero-point padded input, the gathered taps) within WORK_MAX elements."""
+    if case.op not in ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D") or not case.inputs:
+        return
+    x = case.inputs[0].shape
+    if len(x) != 4:
+        return
+    a = case.attrs
+    pool = case.op.endswith("POOL_2D")
+    if pool:
+        k, taps_c = (a.get("filter_height", 1), a.get("filter_width", 1)), x[3]
+        dil = (1, 1)
+    else:
+        if len(case.inputs) < 2 or len(case.inputs[1].shape) != 4:
+            return
+        w = case.inputs[1].shape
+        k = (w[1], w[2])
+        taps_c = w[3]   # per tap and output position: CONV_2D's input channels, DEPTHWISE's outputs
+        dil = (a.get("dilation_h_factor", 1), a.get("dilation_w_factor", 1))
+    stride = (a.get("stride_h", 1), a.get("stride_w", 1))
+    if not all(_is_int(v) and v >= 1 for v in (*k, *dil, *stride)):
+        return   # (said above)
+    extent, out_hw = [], []
+    for n, kk, s, d in zip(x[1:3], k, stride, dil):
+        eff = (kk - 1) * d + 1
+        o = (n + s - 1) // s if a.get("padding", "SAME") == "SAME" else max((n - eff + s) // s, 1)
+        out_hw.append(o)
+        extent.append(max(n, (o - 1) * s + eff))
+    padded = x[0] * extent[0] * extent[1] * (taps_c if case.op == "DEPTHWISE_CONV_2D" else x[3])
+    gathered = 0 if pool else x[0] * out_hw[0] * out_hw[1] * k[0] * k[1] * taps_c   # (pools sum separably)
+    worst = max(padded, gathered)
+    if worst > WORK_MAX:
+        bad(("attrs",), "attrs", f"window {k[0]}x{k[1]}, dilation {dil[0]}x{dil[1]} and stride {stride[0]}x{stride[1]} "
+            f"over input {list(x)} make the golden hold {worst} elements, above the supported 2^27")
+
+
+def _check_agreement(case, bad) -> None:
+    """An option that repeats what the tensors say must say the same (a target might read either)."""
+    a = case.attrs
+    if case.op == "RESHAPE" and "new_shape" in a and len(case.inputs) > 1 and case.inputs[1].data is not None:
+        given = [int(v) for v in case.inputs[1].data.ravel()]
+        if given != list(a["new_shape"]):
+            bad(("attrs", "new_shape"), "attrs.new_shape",
+                f"is {a['new_shape']} but the shape input (inputs[1]) is {given}: give one, or the same")
+    if case.op == "DEPTHWISE_CONV_2D" and "depth_multiplier" in a and len(case.inputs) > 1:
+        x, w = case.inputs[0].shape, case.inputs[1].shape
+        if len(x) == 4 and len(w) == 4 and x[3] > 0 and w[3] != x[3] * a["depth_multiplier"]:
+            bad(("attrs", "depth_multiplier"), "attrs.depth_multiplier",
+                f"is {a['depth_multiplier']} but the filter has {w[3]} output channels for {x[3]} input channels")

@@ -183,6 +183,21 @@ def _check_bias(r: dict, src: str, where: str) -> None:
                             field=f"{where}.bias_min_mismatches", rule="bias keys")
 
 
+def check_target_names(policy: Policy, names) -> None:
+    """A rule's target that matches none of ``names`` (the targets known here and the run's own) but
+    is close to one is a typo ("tfliet"): one QconformError, else the rule would silently never
+    apply. A name close to none may be another machine's own target: kept."""
+    names = list(names)
+    for r in policy.rules:
+        for p in ([r.target] if isinstance(r.target, str) else r.target):
+            if any(c in p for c in "*?[") or any(fnmatch.fnmatchcase(n, p) for n in names):
+                continue
+            close = difflib.get_close_matches(p, names, n=1)
+            if close:
+                raise QconformError(f"target '{p}' is no target here: did you mean '{close[0]}'?", source=policy.source,
+                                    field=f"rule[{r.index}].target", rule="a rule names a target (or a glob of them)")
+
+
 def load_policy(path: str | Path | None = None) -> Policy:
     path = Path(path) if path else DEFAULT_FILE
     src = str(path)

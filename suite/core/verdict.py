@@ -19,7 +19,7 @@ class Status(str, enum.Enum):
     UNSUPPORTED = "unsupported"  # the target cannot express or run the case (with its reason)
     ERROR = "error"              # the target raised or returned garbage; or the golden failed
     CRASH = "crash"              # the kernel killed its worker process
-    TIMEOUT = "timeout"          # the kernel exceeded --timeout
+    TIMEOUT = "timeout"          # the kernel exceeded --case-timeout
     INFRA = "infra"              # the device or transport failed, not the kernel
     WAIVED = "waived"            # a failure covered by a waiver
 

@@ -65,7 +65,7 @@ from pathlib import Path
 
 import numpy as np
 
-from suite.core.keyed import KeyProblem, mac, user_key, verify
+from suite.core.keyed import FileRefused, KeyProblem, mac, read_regular, user_key, verify
 
 FORMAT = "qconform-goldens/3 qg+hmac-sha256"   # in the version and in every entry's MAC
 MAGIC = b"qconform-goldens/3\n"    # an entry file's first line
@@ -82,8 +82,6 @@ _SCHEME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
 _NAME = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.+-]{0,127})/(0|[1-9][0-9]{0,8})")   # <scheme>/<k>
 _DTYPE_STR = re.compile(r"[<>|][biufc][0-9]{1,2}")
 _VERSION_DIR = re.compile(r"[0-9a-f]{24}")
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def folder_of(option: str | None) -> Path | None:
@@ -311,28 +309,14 @@ def _read_file(path: str) -> bytes | None:
     when it cannot be opened or read, is not a regular file (a symbolic link is not
     followed) or is bigger than :data:`MAX_ENTRY_BYTES`."""
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+        return read_regular(path, MAX_ENTRY_BYTES)
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except FileRefused as e:
+        why = f"{e.size} bytes, more than an entry holds" if e.size is not None else "not a regular file"
+        raise _Bad(f"damaged golden entry at {path}: {why}") from None
     except OSError as e:
-        raise _Bad(f"damaged golden entry at {path}: cannot be opened ({e.strerror or e})") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _Bad(f"damaged golden entry at {path}: not a regular file")
-        if st.st_size > MAX_ENTRY_BYTES:
-            raise _Bad(f"damaged golden entry at {path}: {st.st_size} bytes, more than an entry holds")
-        data = os.read(fd, st.st_size) if st.st_size else b""
-        while len(data) < st.st_size:     # a short read (a big file): read on, up to the size seen
-            more = os.read(fd, st.st_size - len(data))
-            if not more:
-                break
-            data += more
-        return data
-    except OSError as e:
-        raise _Bad(f"damaged golden entry at {path}: cannot be read ({e.strerror or e})") from None
-    finally:
-        os.close(fd)
+        raise _Bad(f"damaged golden entry at {path}: cannot be opened or read ({e.strerror or e})") from None
 
 
 def _write_fd(fd: int, data: bytes) -> None:

@@ -13,8 +13,9 @@ with its targeting pass), so any budget gets both generation and targeting. Only
 hit scores as a failure (a known finding's never, unless ``include_known``): the search then
 climbs toward failures of another kind.
 
-Failures are grouped by status, kind (:func:`kind`), best scheme and region
-(suite/cases/hunt/params.py). A new group's first case is shrunk at once (suite/harness/shrink.py,
+Failures are grouped by symptom: status, cause (suite/harness/judge.py :func:`symptom`), best
+scheme, where the worst element lies (:func:`failure_region`) and the finding that explains it,
+not by the case's parameters (those are in each group's case file). A new group's first case is shrunk at once (suite/harness/shrink.py,
 for the ops it supports; at most SHRINK_RUNS runs and SHRINK_SHARE of the budget), a smaller later
 hit replaces it, and each group's case is written as a case file with a ``hunt`` section and the
 ``judged`` section a failure file has (its printed repro judges it as the hunt did). The same seed
@@ -29,6 +30,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import time
 import zlib
 from collections.abc import Callable
@@ -43,10 +45,12 @@ from hypothesis import target as hypothesis_target
 from hypothesis.errors import Unsatisfiable
 
 from reference.schemes import DEFAULT_SCHEME
-from suite.cases.hunt import HypothesisDraw, RandomDraw, draw_case, params, region
+from reference.common import act_range
+from suite.cases.hunt import HypothesisDraw, RandomDraw, draw_case, params
 from suite.core.case import Case
 from suite.core.errors import QconformError
-from suite.core.findings import findings, match
+from suite.core.dtypes import DTYPES
+from suite.core.findings import findings
 from suite.core.spec import check_case
 from suite.core.tolerance import DEFAULT_FILE, load_policy
 from suite.core.verdict import Status
@@ -55,7 +59,7 @@ from targets.base import Timing
 
 from .folder import safe_name, write_whole
 from .isolation import executor_for
-from .judge import Goldens, Judge
+from .judge import Goldens, Judge, symptom, unspecified
 from .repro import JUDGED, digest_of, judged_section
 from .shrink import Judgement, elements, shrink
 
@@ -166,17 +170,32 @@ def _seed(*keys) -> int:
 ROUNDING = ("tie", "scheme", "1 LSB")
 
 
-def kind(row: dict, status: str) -> str:
-    """What a bad verdict is, coarsely: crash / timeout / error, or for a failure "tie", "scheme"
-    (another rounding scheme gives the worst element) or "1 LSB" when no element is more than 1 LSB
-    off, else "wrong values" (the worst element's own label, reports/causes.py, is kept apart)."""
+def failure_region(case: Case, row: dict, status: str) -> dict:
+    """Where a bad verdict's worst element lies, as a symptom (not the case's parameters): for a
+    failure, the golden's value against the output's limits (``want``: "act-low" / "act-high" at
+    a bound of the fused activation, "dtype-low" / "dtype-high" at one of the dtype, else "inside";
+    for a clamp, the bound the kernel got wrong: below the range "act-low", above it "act-high")
+    and the sign of the error (``err``); for a crash, timeout or error its reason with the numbers
+    and names in it dropped (the signal, the runtime's error code)."""
     if status != "fail":
-        return status
-    lsb = row.get("max_abs_lsb")
-    if lsb is None or lsb > 1:
-        return "wrong values"
-    worst = (row.get("worst_cause") or "").split(" ")[0]
-    return worst if worst in ("tie", "scheme") else "1 LSB"
+        words = re.findall(r"[A-Za-z_]{3,}", str(row.get("reason") or ""))
+        codes = [w for w in words if w.isupper() or w.startswith("SIG")]
+        return {"reason": " ".join(dict.fromkeys(codes or words[:4]))}
+    err, want = row.get("worst_err_lsb"), row.get("worst_want")
+    if err is None or want is None or row.get("worst_output") != 0:
+        return {"want": "-", "err": "-"}
+    if row.get("worst_cause") == "clamp":   # the activation's bound the kernel got wrong, whatever want is
+        return {"want": "act-low" if err < 0 else "act-high", "err": "+" if err > 0 else "-"}
+    info = DTYPES.get(case.outputs[0].dtype)
+    where = "inside"
+    if info is not None and info.qmin is not None:
+        try:
+            lo, hi = act_range(case, case.outputs[0])
+        except Exception:  # noqa: BLE001 (an unknown activation: the golden refused the case)
+            lo, hi = info.qmin, info.qmax
+        where = ("dtype-low" if want == info.qmin else "dtype-high" if want == info.qmax
+                 else "act-low" if want == lo else "act-high" if want == hi else "inside")
+    return {"want": where, "err": "+" if err > 0 else "-"}
 
 
 def best_scheme(row: dict, run_scheme: str) -> str | None:
@@ -209,17 +228,19 @@ class Hunter:
     # ---------------------------------------------------------------- one case
     def run_case(self, case: Case, limit: float | None = None):
         """(verdict, outcome) of ``case``: run in the worker (with a time limit no longer than
-        ``--timeout``) and judged by the run's judge."""
+        ``--case-timeout``) and judged by the run's judge."""
         if hasattr(self.ex, "timeout"):
             self.ex.timeout = min(self.opts.timeout, limit) if limit else self.opts.timeout
         o = self.ex.run([case], self.timing)[0]
         self.judge.goldens = Goldens()   # (one case's goldens: a hunt never meets a case twice)
         with np.errstate(all="ignore"):  # (float schemes of the cause analysis overflow at extreme scales)
             v, _ = self.judge(case, self.name, o, self.ex.versions())
-        if v.finding is not None:   # the hunt matches findings itself, by the case's params (_record)
+        self.matched = v.finding   # the judge's finding (by the case's params); the hunt decides
+        if v.finding is not None:  # whether it counts (--findings), so the verdict is left bare
             f = next(f for f in findings() if f.id == v.finding)
             v.reason = v.reason.removeprefix(f"known finding {f.id}: {f.reason}; ")
-            v.row.update(reason=v.reason, finding=None)
+            v.row.update(reason=v.reason)
+            v.row.pop("finding", None)
             v.finding = None
         return v, o
 
@@ -255,11 +276,14 @@ class Hunter:
             limit = max(1.0, end - now)
             v, o = self.run_case(case, limit)
             status = v.status.value
+            if unspecified(case) and status not in ("crash", "timeout"):   # run, but the outputs not judged
+                counts["unspecified"] = counts.get("unspecified", 0) + 1
+                return
             if v.golden_error:   # a case the golden refuses (its kernel rules): nothing to judge
                 counts["golden_refused"] = counts.get("golden_refused", 0) + 1
                 return refuse()
             if status == "timeout" and getattr(self.ex, "timeout", opts.timeout) < opts.timeout:
-                counts["cut"] = counts.get("cut", 0) + 1   # cut short by the budget, not --timeout
+                counts["cut"] = counts.get("cut", 0) + 1   # cut short by the budget, not --case-timeout
                 return
             if v.status is Status.UNSUPPORTED:
                 counts["unsupported"] = counts.get("unsupported", 0) + 1
@@ -270,6 +294,7 @@ class Hunter:
             frac = cmp.mismatches / max(cmp.elements, 1) if cmp is not None and not cmp.garbage else 0.0
             score = 0.0
             if v.status.is_bad:
+                counts[status] = counts.get(status, 0) + 1
                 g = self._record(groups, case, v, o, time.monotonic() - t0, index)
                 if opts.shrink and g.hits == 1 and (not g.known or opts.include_known):
                     self._shrink(g, min(end, time.monotonic() + SHRINK_SHARE * opts.budget))
@@ -318,13 +343,13 @@ class Hunter:
     def _record(self, groups: dict, case: Case, v, o, at: float, index: int) -> Group:
         """File a bad verdict under its group (the smaller case kept)."""
         status = v.status.value
-        p = params(case)
-        reg = region(case, p)
-        cause = kind(v.row, status)
+        reg = failure_region(case, v.row, status)
+        cause = symptom(v.row, status)
         best = best_scheme(v.row, self.opts.scheme) if cause in ROUNDING else None
-        key = (status, cause, best, tuple(reg.items()))
-        f = match(case.op, self.name, case.variant, status,
-                  {**p, "max_abs_lsb": v.row.get("max_abs_lsb"), "cause": cause})
+        # one group per symptom; a finding's region (the judge matched it on the case's params)
+        # splits a symptom only where it explains part of it
+        key = (status, cause, best, tuple(reg.items()), self.matched)
+        f = next((x for x in findings() if x.id == self.matched), None)
         known = f is not None and self.opts.findings
         g = groups.get(key)
         if g is None:
@@ -343,7 +368,7 @@ class Hunter:
     def _shrink(self, g: Group, deadline: float) -> None:
         """Shrink a new group's first case now (SHRINK_RUNS runs at most, until ``deadline``): the
         search goes on after it, so where the budget ends is the only cut a slower machine makes.
-        A sub-case counts while it keeps the group's status (a timeout: under the full --timeout)."""
+        A sub-case counts while it keeps the group's status (a timeout: under the full --case-timeout)."""
         rows: dict[int, dict] = {}
 
         def judge(case: Case) -> Judgement:

@@ -328,7 +328,7 @@ class Isolated:
             self.stats["timeouts"] += 1
             self._discard()
             o = Outcome.error(f"no result within {self.timeout:g} s; the worker was killed and replaced "
-                              f"(--timeout)", status="timeout")
+                              f"(--case-timeout)", status="timeout")
             o.info["timeout_s"] = self.timeout
             return cases, [o]
         self.stats["crashes"] += 1

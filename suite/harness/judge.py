@@ -10,6 +10,7 @@ golden store (suite/harness/goldens.py) when it is on.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from reference import golden
 from reports.causes import analyse, scheme_stack
+from suite.cases.hunt import params as case_params
 from suite.core.case import Case
 from suite.core.compare import Comparison, compare
 from suite.core.findings import match
@@ -24,6 +26,7 @@ from suite.core.tolerance import Policy, Tolerance
 from suite.core.verdict import Status, Verdict
 from suite.core.waivers import Waivers
 from targets.base import Outcome, latency_stats
+from targets.device_runner import isa_flags
 
 
 class Goldens:
@@ -75,6 +78,20 @@ class Goldens:
         return stacks[key]
 
 
+@functools.cache
+def _host_isa() -> frozenset[str]:
+    return frozenset(isa_flags())
+
+
+def _isa(o: Outcome) -> frozenset[str] | None:
+    """The ISA flags of the CPU the outcome comes from: its device's (``device_isa``; None when a
+    device did not tell them), else this host's."""
+    if "device" not in o.info:
+        return _host_isa()
+    dev = o.info.get("device_isa")
+    return frozenset(str(dev).split()) if dev is not None else None
+
+
 class Judge:
     def __init__(self, *, scheme: str, policy: Policy, waivers: Waivers, goldens: Goldens,
                  run_id: str, seed: int, worker: str | None = None):
@@ -86,7 +103,10 @@ class Judge:
         target error, the failure file's document (the case with got and want)."""
         v = Verdict(Status.ERROR, case.id, case.op, target, reason=o.reason)
         cmp = tol = want = None
-        if o.status == "ok":
+        why_open = unspecified(case) if o.status == "ok" else None
+        if why_open:   # the spec gives no output to compare with: the case is not judged (a crash still is)
+            v.status, v.reason = Status.UNSUPPORTED, f"unspecified: {why_open}; its outputs are not judged"
+        elif o.status == "ok":
             try:
                 want = self.goldens.get(case, self.scheme)
             except Exception as e:
@@ -103,15 +123,16 @@ class Judge:
                     v.reason = f"max |err| {cmp.max_abs_lsb:g} LSB, {cmp.mismatches}/{cmp.elements} elements off"
         else:
             v.status = Status(o.status)
-        if v.status.is_bad and not v.golden_error:
-            f = match(case.op, target, case.variant, v.status.value)
-            if f is not None:
-                v.finding = f.id
-                v.reason = f"known finding {f.id}: {f.reason}; {v.reason}"
         v.comparison = cmp
         v.row = self._row(v, case, o, cmp, tol)
         if cmp is not None and not cmp.garbage:
             v.row.update(self._analyse(case, cmp, want))
+        if v.status.is_bad and not v.golden_error:   # the region of a finding: of the case and its verdict
+            f = match(case.op, target, case.variant, v.status.value, verdict_params(case, v.row, v.status.value),
+                      isa=_isa(o))
+            if f is not None:
+                v.finding = v.row["finding"] = f.id
+                v.reason = v.row["reason"] = f"known finding {f.id}: {f.reason}; {v.reason}"
         failure = None   # (an infra verdict is the device's, not the case's: nothing to reproduce)
         if v.status.is_bad and v.status is not Status.INFRA and not v.golden_error:
             failure = self._failure(case, target, v, want, o.outputs if v.status is Status.FAIL else None)
@@ -166,7 +187,9 @@ class Judge:
                 "neg_err": sum(int(np.count_nonzero(e < 0)) for e in cmp.errors),
             })
             if cmp.mismatches and not cmp.garbage:   # (the golden is kept: no second computation)
-                row.update(_worst(cmp, o.outputs, self.goldens.get(c, self.scheme)))
+                want = self.goldens.get(c, self.scheme)
+                row.update(_worst(cmp, o.outputs, want))
+                row["toward_zp_err"] = _toward_zero_point(cmp, want, c)
             if not cmp.garbage:   # the same case on two devices: bit-identical outputs iff equal digests
                 row["out_digest"] = _digest(o.outputs)
             if tol is not None:
@@ -178,9 +201,44 @@ class Judge:
         for k, val in o.info.items():
             if k not in row and isinstance(val, (str, int, float, bool)):
                 row[k] = val
-        if v.finding is not None:
-            row["finding"] = v.finding
         return row
+
+
+def unspecified(case: Case) -> str | None:
+    """Why the spec gives no output for ``case`` (a NaN in a float32 input: neither LiteRT's nor
+    ONNX's quantization says what NaN becomes), or None. Such a case runs; only a crash or a hang
+    is a verdict, its outputs are not judged (+-inf, subnormals and -0.0 are specified: the
+    quotient rounds and saturates)."""
+    for i, t in enumerate(case.inputs):
+        if t.dtype == "float32" and t.data is not None and np.isnan(np.asarray(t.data, np.float32)).any():
+            return f"input {i} has NaN: the spec says nothing of its result"
+    return None
+
+
+def symptom(row: dict, status: str) -> str:
+    """What a bad verdict is, coarsely: crash / timeout / error, or for a failure its worst element's
+    cause (reports/causes.py: "tie", "scheme", "clamp", "saturation") or "1 LSB" when no element is
+    more than 1 LSB off, else "wrong values" (an unexplained element more than 1 LSB off)."""
+    if status != "fail":
+        return status
+    worst = (row.get("worst_cause") or "").split(" ")[0]
+    if worst in ("tie", "scheme", "clamp"):
+        return worst
+    lsb = row.get("max_abs_lsb")
+    if lsb is None or lsb > 1:
+        return "saturation" if worst == "saturation" else "wrong values"
+    return "1 LSB"
+
+
+def verdict_params(case: Case, row: dict, status: str) -> dict:
+    """What a finding's ``where`` is evaluated on (suite/core/findings.toml): the case's params
+    (suite/cases/hunt/params.py), its ``max_abs_lsb`` and its :func:`symptom` as ``cause``. A case
+    whose params cannot be computed has none: no finding's region holds for it (new, not known)."""
+    try:
+        p = case_params(case)
+    except Exception:  # noqa: BLE001 (a case the params cannot describe: in no region)
+        p = {}
+    return {**p, "max_abs_lsb": row.get("max_abs_lsb"), "cause": symptom(row, status)}
 
 
 def _digest(outputs) -> str:
@@ -203,6 +261,18 @@ def _worst(cmp: Comparison, got, want) -> dict[str, Any]:
     return {"worst_output": k, "worst_index": [int(i) for i in np.unravel_index(j, e.shape)],
             "worst_got": np.asarray(got[k]).ravel()[j].item(), "worst_want": np.asarray(want[k]).ravel()[j].item(),
             "worst_err_lsb": int(e.ravel()[j])}
+
+
+def _toward_zero_point(cmp: Comparison, want, c: Case) -> int:
+    """Mismatching elements whose error points at the output zero point (|got - zp| < |want - zp|):
+    all of them for a kernel that breaks ties toward zero, a bias the +/- sign test cannot see
+    (certificates test it: reports/certify.py)."""
+    n = 0
+    for e, w, spec in zip(cmp.errors, want, c.outputs):
+        z = spec.zero_point[0] if spec.zero_point and len(spec.zero_point) == 1 else None
+        if z is not None and np.asarray(w).dtype.kind in "iu":
+            n += int(np.count_nonzero(np.asarray(e) * (np.asarray(w).reshape(np.shape(e)).astype(np.int64) - z) < 0))
+    return n
 
 
 def _message(v: Verdict, c: Case, cmp: Comparison | None, tol: Tolerance | None) -> str:

@@ -12,6 +12,7 @@ from reference.schemes import DEFAULT_SCHEME, kernel_schemes
 from suite.cases.generate import DEFAULT_CASES_PER_OP
 from suite.core.errors import QconformError
 from suite.core.spec import known_ops
+from targets.htp import HtpTarget
 
 DEFAULT_REPORT_ROOT = "reports"
 DEFAULT_BATCH = 64
@@ -19,6 +20,10 @@ DEFAULT_BATCH = 64
 #: its row), and a full run has 49 ops x 5 targets: 10,000 is already 2.45 million tests, tens of
 #: GB; a larger value is a typo
 MAX_CASES_PER_OP = 10_000
+#: --warmup / --repeats at most: each is a run of every case on the target
+MAX_REPEATS = 10_000
+#: --seed: what results.parquet (int64) and NumPy's generators hold
+MAX_SEED = (1 << 63) - 1
 
 
 @dataclass(frozen=True)
@@ -57,13 +62,28 @@ def checked(**kw) -> RunOptions:
         raise QconformError(f"must be <= {MAX_CASES_PER_OP:,} (got {kw['cases_per_op']:,}): each case is a "
                             f"test per target, 20-30 KB of memory each", field="--cases-per-op",
                             rule=f"at most {MAX_CASES_PER_OP:,} cases per operator")
+    for name in ("warmup", "repeats"):
+        v = kw.get(name)
+        if v is not None and v > MAX_REPEATS:
+            raise QconformError(f"must be <= {MAX_REPEATS:,} (got {v:,})", field="--" + name,
+                                rule=f"at most {MAX_REPEATS:,} invocations per case")
+    seed = kw.get("seed")
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise QconformError(f"must be in [0, 2^63 - 1] (got {str(seed)[:40]}{'...' if len(str(seed)) > 40 else ''})",
+                            field="--seed", rule="a seed is a non-negative 64-bit integer")
+    mode = (kw.get("target_options") or {}).get("htp", {}).get("htp_performance_mode")
+    if mode is not None and mode not in HtpTarget.PERFORMANCE_MODES:
+        hint = did_you_mean(mode, HtpTarget.PERFORMANCE_MODES)
+        raise QconformError(f"unknown mode '{mode}' ({hint + ' ' if hint else ''}known: "
+                            f"{', '.join(HtpTarget.PERFORMANCE_MODES)})", field="--htp-performance-mode",
+                            rule="onnxruntime-qnn's htp_performance_mode values")
     for name in ("warmup", "latency_cases", "ahead"):
         v = kw.get(name)
         if v is not None and v < 0:
             raise QconformError(f"must be >= 0 (got {v})", field="--" + name.replace("_", "-"))
     t = kw.get("timeout")
     if t is not None and not (0 < t < float("inf")):
-        raise QconformError(f"must be a finite number of seconds > 0 (got {t})", field="--timeout")
+        raise QconformError(f"must be a finite number of seconds > 0 (got {t})", field="--case-timeout")
     scheme = kw.get("scheme") or DEFAULT_SCHEME
     if scheme not in SCHEMES:
         hint = did_you_mean(scheme, SCHEMES)
@@ -89,6 +109,23 @@ def checked(**kw) -> RunOptions:
     for name in ("targets", "case_files", "waivers"):
         kw[name] = tuple(kw.get(name) or ())
     return RunOptions(**{k: v for k, v in kw.items() if v is not None or k in ("golden_cache", "tolerance_file")})
+
+
+def check_given(o) -> None:
+    """Options given with nothing in them mean a mistake, never "everything" (pytest's option
+    namespace ``o``): ``--target=``, ``--target=,,,``, ``--ops=``, ``--report-dir=``, ``--hunt=-1``."""
+    for opt, values in (("--target", o.target), ("--ops", o.ops), ("--case-file", o.case_file),
+                        ("--waivers", o.waivers), ("--device", o.device)):
+        if values and (not split_list(values) or any(not str(v).strip() for v in values)):
+            raise QconformError(f"is given empty (got {','.join(map(repr, values))[:80]})", field=opt,
+                                rule=f"{opt} names at least one value; leave it out for the default")
+    for opt, v in (("--report-dir", o.report_dir), ("--tolerance", o.tolerance), ("--resume", o.resume),
+                   ("--model", o.model)):
+        if v is not None and not str(v).strip():
+            raise QconformError("is given empty", field=opt, rule=f"{opt} names a path; leave it out for the default")
+    hunt = o.hunt
+    if hunt is not None and not 0 < hunt < float("inf"):
+        raise QconformError(f"must be a finite number of seconds > 0 (got {hunt})", field="--hunt")
 
 
 def did_you_mean(word: str, known) -> str:

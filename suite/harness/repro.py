@@ -20,6 +20,9 @@ from typing import Any
 
 from suite.core.case import expand_case_paths
 from suite.core.errors import QconformError
+from suite.core.tolerance import DEFAULT_FILE
+from suite.core.userfile import read_bytes, read_text
+from targets import BUILTIN
 
 JUDGED = "judged"
 TOLERANCE_COPY = "tolerance.toml"
@@ -28,7 +31,7 @@ REPRO_REPORT_DIR = "/tmp/qconform-repro"
 
 def digest_of(path: str | Path) -> str:
     """SHA-256 of a file's bytes (a tolerance policy is judged by its exact text)."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return hashlib.sha256(read_bytes(path, "tolerance policy", "--tolerance", "toml")).hexdigest()
 
 
 def judged_section(*, target: str, device: str | None, scheme: str, tolerance_file: str,
@@ -46,18 +49,59 @@ def repro_command(judged: dict[str, Any], failure_file: str | Path) -> str:
     if judged.get("device"):
         args.append(f"--device={judged['device']}")
     args += [f"--scheme={judged['scheme']}", f"--tolerance={judged['tolerance']['file']}",
-             f"--timeout={judged['timeout']:g}", f"--case-file={failure_file}", f"--report-dir={REPRO_REPORT_DIR}"]
+             f"--case-timeout={judged['timeout']:g}", f"--case-file={failure_file}", f"--report-dir={REPRO_REPORT_DIR}"]
     return "pytest " + " ".join(shlex.quote(a) for a in args)
 
 
 def read_judged(path: str | Path) -> dict[str, Any] | None:
     """The ``judged`` section of a case file (None for a plain case file)."""
     try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+        doc = json.loads(read_text(path, "case file"))
+    except (QconformError, ValueError, RecursionError):
         return None   # (the case loader reports a file it cannot read)
     j = doc.get(JUDGED) if isinstance(doc, dict) else None
     return j if isinstance(j, dict) else None
+
+
+def own_settings(judged: dict[str, Any], src: str | Path, *, target: str | None, device: str | None,
+                 tolerance: str | None) -> tuple[str | None, str | None, str | None]:
+    """The target, device and tolerance file to judge failure file ``src`` with: the ones given
+    on the command line, else its ``judged`` section's, but only where that runs and reads nothing
+    the command line did not name. A file is data: a target that is not built in (module:Class,
+    an entry point) imports code, a device string runs programs and reaches hosts, a tolerance path
+    opens a file; each must be given on the command line (QconformError naming the field and the
+    option to give), except the built-in targets, the built-in policy and the run folder's own
+    copy of it beside the failure file (``<run>/failures/<target>/<case>.json``)."""
+    src = Path(src)
+
+    def refuse(fld: str, value, option: str, why: str):
+        raise QconformError(f"{fld} is {json.dumps(value)}: {why}; give {option} on the command line to use it",
+                            source=str(src), field=f"{JUDGED}.{fld}",
+                            rule="a failure file never selects code to run, a device or a file to read")
+
+    jt = judged.get("target")
+    if target is None and jt is not None:
+        if not isinstance(jt, str) or jt not in BUILTIN:
+            refuse("target", jt, f"--target={jt}", "not a built-in target (it would import code)")
+        target = jt
+    if target != jt:
+        return target, device, tolerance   # another target: the file's settings are not used
+    jd = judged.get("device")
+    if device is None and jd:
+        refuse("device", jd, f"--device={jd}", "a device string runs programs on a host or device")
+    if tolerance is None:
+        tol = judged.get("tolerance") if isinstance(judged.get("tolerance"), dict) else {}
+        jf = tol.get("file")
+        beside = src.resolve().parents[2] / TOLERANCE_COPY if len(src.resolve().parents) > 2 else None
+        if isinstance(jf, str) and Path(jf).name == TOLERANCE_COPY and beside is not None and beside.is_file() \
+                and src.resolve().parent.parent.name == "failures":
+            tolerance = str(beside)   # the run folder's copy (its SHA-256 is checked against the file's)
+        elif isinstance(jf, str) and Path(jf).resolve() == DEFAULT_FILE.resolve():
+            tolerance = str(DEFAULT_FILE)
+        else:
+            refuse("tolerance.file", jf, f"--tolerance=FILE (sha256 {tol.get('sha256')})",
+                   "neither the built-in policy nor the tolerance.toml of the run folder it is in")
+    return target, device, tolerance
 
 
 def differences(judged: dict[str, Any], *, scheme: str, tolerance_digest: str, device: str | None,
@@ -73,7 +117,7 @@ def differences(judged: dict[str, Any], *, scheme: str, tolerance_digest: str, d
     if (judged.get("device") or None) != (device or None):
         out.append(f"device {device or 'none (this machine)'} (it ran on {judged.get('device') or 'this machine'})")
     if judged.get("status") == "timeout" and judged.get("timeout") != timeout:
-        out.append(f"--timeout {timeout:g} (it timed out under {judged.get('timeout')})")
+        out.append(f"--case-timeout {timeout:g} (it timed out under {judged.get('timeout')})")
     return out
 
 

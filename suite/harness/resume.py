@@ -7,7 +7,9 @@ loses at most the case in flight). Resuming:
 1. reads ``RUN_DIR/run.json``; options missing from the command line (``--seed``,
    ``--cases-per-op``, ``--scheme``, ``--ops``, ``--target``, ``--case-file``) are
    taken from it, options given must equal the run's (else one clear error: a
-   different seed or case count would make the same case ids mean other cases);
+   different seed or case count would make the same case ids mean other cases); run.json is
+   data, so targets other than the built-in ones (they import code) and case files (files to
+   open) are never taken from it: the command line must give them;
 2. cuts a torn last line off ``results.jsonl`` (a row half written when the run died),
    so the next row starts on a line of its own;
 3. deselects every (case, target) pair already recorded (read from the file's first
@@ -24,11 +26,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from suite.core.errors import QconformError
+from suite.core.userfile import read_text
+from targets import BUILTIN
 
 #: (run.json options key, RunConfig attribute, command-line option)
 CHECKED = (("seed", "seed", "--seed"), ("cases_per_op", "cases_per_op", "--cases-per-op"),
@@ -54,12 +59,12 @@ def open_run(run_dir: str, report_dir: str | None = None) -> Resume:
         raise QconformError("no such run directory", source=str(d), field="--resume",
                             rule="--resume takes the report folder of an earlier run")
     p = d / "run.json"
-    try:
-        info = json.loads(p.read_text())
-    except OSError:
+    if not p.exists() and not p.is_symlink():
         raise QconformError("has no run.json: not the report folder of a run (or the run never started)",
-                            source=str(d), field="--resume", rule="--resume takes the report folder of an earlier run") from None
-    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+                            source=str(d), field="--resume", rule="--resume takes the report folder of an earlier run")
+    try:
+        info = json.loads(read_text(p, "run.json", "--resume", "run"))
+    except (ValueError, RecursionError) as e:
         raise QconformError(f"run.json is not valid JSON ({e})", source=str(p), field="--resume",
                             rule="run.json as qconform writes it") from None
     opts = info.get("options") if isinstance(info, dict) else None
@@ -87,10 +92,25 @@ def fill_options(res: Resume, option, argv: list[str]) -> None:
         option.scheme = o["scheme"]
     if not _given(argv, "--ops") and isinstance(o.get("ops"), list) and o["ops"]:
         option.ops = [",".join(map(str, o["ops"]))]
+    # run.json is data: a target that is not built in (module:Class, an entry point) would import
+    # code, a case file is a file to open; those the command line must name itself
     if not _given(argv, "--target") and isinstance(o.get("targets"), list) and o["targets"]:
-        option.target = [",".join(map(str, o["targets"]))]
-    if not _given(argv, "--case-file") and isinstance(o.get("case_files"), list):
-        option.case_file = [str(x) for x in o["case_files"]]
+        names = [str(x) for x in o["targets"]]
+        foreign = [n for n in names if n not in BUILTIN]
+        if foreign:
+            _refuse(res, "targets", foreign[0], shlex.quote(f"--target={','.join(names)}"),
+                    "not a built-in target (it would import code)")
+        option.target = [",".join(names)]
+    if not _given(argv, "--case-file") and isinstance(o.get("case_files"), list) and o["case_files"]:
+        files = [str(x) for x in o["case_files"]]
+        _refuse(res, "case_files", files[0], " ".join(shlex.quote(f"--case-file={f}") for f in files),
+                "a file named by run.json")
+
+
+def _refuse(res: Resume, key: str, value: str, give: str, why: str) -> None:
+    raise QconformError(f"options.{key} holds {json.dumps(value)}: {why}; give it on the command line: "
+                        f"pytest {shlex.quote(f'--resume={res.dir}')} {give}", source=str(res.dir / "run.json"),
+                        field=f"options.{key}", rule="a run folder never selects code to run or a file to read")
 
 
 def check_config(res: Resume, rc) -> None:

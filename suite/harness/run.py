@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 
+from reports import witness
 from suite.core.case import Case
 from suite.core.text import clean
 from suite.core.tolerance import DEFAULT_FILE, load_policy
@@ -49,6 +50,9 @@ class Run:
         self._groups: dict[tuple[str, str], list[Case]] = {}   # lazy plan: (target, op) -> cases
         self._verdicts: dict[tuple[str, str], Verdict | Exception] = {}   # judged, not yet asked for
         self.stats: Counter = Counter()
+        # witnesses (reports/witness.py): case id -> target -> (bit-exact, out_digest) of its row
+        self._seen: dict[str, dict[str, tuple]] = defaultdict(dict)
+        self._witnessing = False
 
     def versions(self, target: str) -> dict[str, str]:
         if target not in self._versions:
@@ -109,6 +113,12 @@ class Run:
 
     def _judged(self, case: Case, target: str, o, versions) -> Verdict:
         v, failure = self.judge(case, target, o, versions)
+        # ---- witnesses (issue #25): the case's outputs on the run's other targets
+        if "out_digest" in v.row:
+            self._seen[case.id][target] = (bool(v.row.get("bit_exact")), v.row["out_digest"])
+        if v.status.is_bad and not v.golden_error:
+            self._witness(case, target, v)
+        # ---- end witnesses
         if failure is not None:   # the case with got, want and what judged it (suite/harness/repro.py)
             path = self.folder.failure_path(target, case.id)
             failure[JUDGED] = self._judged_section(target, v, versions)
@@ -119,6 +129,27 @@ class Run:
         self.folder.append(v.row)
         v.message = clean(v.message)   # (a kernel's text: no control or undecodable character in pytest's output)
         return v
+
+    def _witness(self, case: Case, target: str, v: Verdict) -> None:
+        """Add to a bad verdict which other targets give the golden's value and which this
+        target's. The other targets' batches holding the case (already running ahead) are judged
+        now, their verdicts kept for their tests; not within such a pull (one level)."""
+        if not self._witnessing:
+            self._witnessing = True
+            try:
+                for u in list(self.executors):
+                    while (u != target and case.id in self._queued[u] and (u, case.id) not in self._verdicts
+                           and (u, case.op) not in self._groups):   # (a lazy group not yet queued: no pull)
+                        self._next_batch(u)
+            finally:
+                self._witnessing = False
+        seen = self._seen.get(case.id, {})
+        golden, same = witness.split(seen, target, v.row.get("out_digest"))
+        ran = [u for u in seen if u not in witness.NOT_WITNESSES]
+        v.row["witnesses_golden"], v.row["witnesses_target"] = golden, same
+        if not golden and len(ran) >= 2:
+            v.row["golden_unwitnessed"] = True
+        v.message += f"\nwitnesses: {witness.row_text(v.row)}"
 
     def _judged_section(self, target: str, v: Verdict, versions: dict[str, str]) -> dict:
         device = getattr(getattr(self.targets[target], "device", None), "text", None) or None

@@ -15,13 +15,14 @@ from typing import Any
 from suite.cases.files import load_case_files
 from suite.core.case import Case
 from suite.core.errors import QconformError
-from suite.core.tolerance import load_policy
+from suite.core.tolerance import check_target_names, load_policy
+from suite.core.userfile import read_bytes
 from suite.core.waivers import load_waivers
 from suite.harness import resume as resume_mod
 from suite.harness.goldens import folder_of
-from suite.harness.options import RunOptions, checked, split_list
+from suite.harness.options import RunOptions, check_given, checked, split_list
 from suite.harness.repro import TOLERANCE_COPY, check_reruns
-from targets import DEFAULT_TARGETS, get_target, target_name
+from targets import DEFAULT_TARGETS, get_target, known_names, target_name
 from targets.remote import device_for_process, device_targets
 from targets.transport import parse_device_list
 
@@ -51,6 +52,7 @@ def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | 
     """The run of pytest's options ``o`` (``argv``: the command line) in this process
     (``worker_input``: an xdist worker's, else None)."""
     controller = worker_input is None
+    check_given(o)
     resumed = resume_mod.open_run(o.resume, o.report_dir) if o.resume else None
     if resumed is not None:   # options not given come from the run being resumed
         resume_mod.fill_options(resumed, o, argv)
@@ -62,7 +64,7 @@ def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | 
     opts = checked(
         targets=names, seed=o.seed, cases_per_op=o.cases_per_op, ops=split_list(o.ops),
         case_files=o.case_file, tolerance_file=o.tolerance, scheme=o.scheme, warmup=o.warmup,
-        repeats=o.repeats, batch_size=o.batch_size, timeout=o.timeout,
+        repeats=o.repeats, batch_size=o.batch_size, timeout=o.case_timeout,
         latency_cases=o.latency_cases if o.latency_cases is not None else _default_latency_cases(devices, device),
         ahead=o.ahead, isolation=o.isolation, golden_cache=_golden_folder(o.golden_cache), waivers=o.waivers,
         certify=o.certify,
@@ -83,7 +85,8 @@ def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | 
     if cases is not None and opts.ops:
         cases = [c for c in cases if c.op in opts.ops]
     policy, waivers = load_policy(opts.tolerance_file), load_waivers(list(opts.waivers))
-    policy_text = Path(policy.source).read_bytes()
+    check_target_names(policy, [*known_names(), *targets])   # a rule for "tfliet" would never apply
+    policy_text = read_bytes(policy.source, "tolerance file", "--tolerance", "toml")
     digest = hashlib.sha256(policy_text).hexdigest()
     device_text = device.text if device is not None else None
     # failure files given again must be judged as their run judged them (suite/harness/repro.py)
@@ -103,7 +106,7 @@ def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | 
 def _default_latency_cases(devices: list, device) -> int:
     """3; 0 when this process drives only emulated devices (``qemu:``): each case alone costs
     one more start of the emulated runtime, for a latency that says nothing of the board."""
-    if devices and all(d.kind == "qemu" for d in ([device] if device else devices)):
+    if devices and all(d.kind in ("qemu", "qemu-x86") for d in ([device] if device else devices)):
         return 0
     return 3
 

@@ -9,6 +9,7 @@ layer's input tensors into its case. ``write_cases`` writes one case file per la
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -19,6 +20,7 @@ from reference.graph import layer_golden, with_inputs
 from suite.core.dtypes import DTYPES
 from suite.core.errors import QconformError
 from suite.core.graph import CASE, Graph
+from suite.core.userfile import read_bytes
 
 from . import onnx as onnx_harvest
 from . import tflite as tflite_harvest
@@ -48,8 +50,9 @@ def model_feeds(graph: Graph, inputs: str | Path | None, seed: int) -> dict[str,
     covers (a float input)."""
     given = {}
     if inputs is not None:
+        raw = read_bytes(inputs, "inputs file", "--inputs", "model")
         try:
-            with np.load(inputs) as z:
+            with np.load(io.BytesIO(raw)) as z:
                 given = {k: z[k] for k in z.files}
         except Exception as e:  # noqa: BLE001 (np.load's many errors: one error naming the file)
             raise QconformError(f"cannot read the inputs: {type(e).__name__}: {e}", source=str(inputs),

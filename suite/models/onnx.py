@@ -21,6 +21,7 @@ no spec table states, so it is no case. The rest is not covered, each node with 
 
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
@@ -31,6 +32,7 @@ from suite.core.errors import QconformError
 from suite.core.geometry import out_size, pad_before
 from suite.core.graph import CASE, FLOAT, Graph, Layer, file_digest
 from suite.core.spec import check_case
+from suite.core.userfile import read_bytes
 from targets.onnx_model import load_onnx
 
 NCHW_TO_NHWC = (0, 2, 3, 1)
@@ -47,8 +49,10 @@ class _Model:
 
     def __init__(self, path: str):
         onnx = load_onnx()
+        raw = read_bytes(path, "model", "--model", "model")
         try:
-            m = onnx.load(path)
+            m = onnx.load_model_from_string(raw)
+            onnx.external_data_helper.load_external_data_for_model(m, os.path.dirname(os.path.abspath(path)))
             m = onnx.shape_inference.infer_shapes(m)
         except Exception as e:  # noqa: BLE001 (onnx raises many types: one error naming the file)
             raise QconformError(f"not a readable ONNX model: {type(e).__name__}: {e}", source=path) from None

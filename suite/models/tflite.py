@@ -16,6 +16,7 @@ from suite.core.case import Case, Tensor
 from suite.core.errors import QconformError
 from suite.core.graph import CASE, Graph, Layer, file_digest
 from suite.core.spec import check_case, rule, table
+from suite.core.userfile import read_bytes
 from targets import tflite_model
 
 _DTYPES = {v: k for k, v in tflite_model.TENSOR_TYPES.items()}
@@ -27,8 +28,7 @@ def read_model(path: str):
     """(ModelT, raw bytes) with every buffer's bytes inline (a model over 2 GB, or one written by
     ai-edge-quantizer, keeps buffers after the flatbuffer at ``offset``)."""
     S = tflite_model.schema()
-    with open(path, "rb") as f:
-        raw = f.read()
+    raw = read_bytes(path, "model", "--model", "model")
     try:
         m = S.ModelT.InitFromPackedBuf(raw, 0)
     except Exception as e:  # noqa: BLE001 (a damaged flatbuffer raises anything: one error naming the file)

@@ -23,6 +23,8 @@ with its exit code. Device strings (``--device``)::
     adb:SERIAL                     the system adb client (Debian's ``adb``)
     qemu:[ROOTFS]                  an aarch64 root file system run under QEMU user mode on this host
                                    (default: the board of scripts/setup-arm64.sh)
+    qemu-x86                       this host's Python and runtimes under QEMU user mode as another x86-64 CPU
+                                   (?cpu=Haswell, the default: AVX2 without VNNI; Nehalem: SSE4.2; max)
 
 followed by optional ``?key=value&key=value`` settings (URL-encoded): ``python``
 (the device's Python, default ``python3``), ``root`` (remote workspace folder),
@@ -32,7 +34,8 @@ followed by optional ``?key=value&key=value`` settings (URL-encoded): ``python``
 its own session and latency), and per kind: ssh ``config`` (an ssh_config file,
 ``-F``), ``identity`` (``-i``), ``port``, ``ssh`` (client path), ``connect_timeout``;
 adb ``adb`` (client path), ``server`` (the adb server socket, e.g. ``tcp:127.0.0.1:5037``);
-qemu ``qemu`` (the binary), ``cpu`` (the emulated CPU, default neoverse-n1), ``site_packages``.
+qemu ``qemu`` (the binary), ``cpu`` (the emulated CPU, default neoverse-n1), ``site_packages``;
+qemu-x86 ``qemu`` and ``cpu`` (default Haswell).
 :func:`parse_device` checks a string whole (the address, every setting typed and
 bounded by :data:`SETTINGS`) and raises one QconformError naming the setting and the rule.
 """
@@ -44,7 +47,7 @@ from targets.transport.base import (COMMON_KEYS, KIND_KEYS, KINDS, REMOTE_TIMEOU
                                     CommandResult, DeviceSpec, Transport, TransportError, parse_device,
                                     parse_device_list, shell_command)
 from targets.transport.local import LocalTransport
-from targets.transport.qemu import QemuTransport
+from targets.transport.qemu import QemuTransport, QemuX86Transport
 from targets.transport.ssh import SshTransport
 
 
@@ -57,4 +60,6 @@ def make_transport(spec: DeviceSpec | str) -> Transport:
         return SshTransport(spec)
     if spec.kind == "qemu":
         return QemuTransport(spec)
+    if spec.kind == "qemu-x86":
+        return QemuX86Transport(spec)
     return AdbTransport(spec)

@@ -11,6 +11,7 @@ import os
 import posixpath
 import re
 import shlex
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -18,7 +19,7 @@ from urllib.parse import parse_qsl
 
 from suite.core.errors import QconformError
 
-KINDS = ("local", "ssh", "adb", "qemu")
+KINDS = ("local", "ssh", "adb", "qemu", "qemu-x86")
 
 #: bounds of the numeric settings (seconds, attempts): a value outside is a usage error at start
 TIMEOUT_MAX_S = 86400.0
@@ -39,6 +40,8 @@ _QEMU_CPU = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(,[A-Za-z0-9_-]+=[A-Za-z0-9_.
 ARM64_BOARD = os.environ.get("QCONFORM_ARM64_DIR") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "qconform", "arm64")
 QEMU_CPU_DEFAULT = "neoverse-n1"
+#: ``qemu-x86:``'s default CPU: AVX2 without AVX-512 or VNNI
+QEMU_X86_CPU_DEFAULT = "Haswell"
 
 
 class _Bad(ValueError):
@@ -134,8 +137,10 @@ SETTINGS: dict[str, tuple[tuple[str, ...], Callable[[str], Any], str]] = {
                         f"whole seconds from 1 to {CONNECT_TIMEOUT_MAX_S}"),
     "adb": (("adb",), _text, "the adb client, not empty"),
     "server": (("adb",), _adb_socket, "tcp:[HOST:]PORT or localfilesystem:PATH"),
-    "qemu": (("qemu",), _host_file, "the qemu-aarch64 binary, a file on this host (QEMU >= 8)"),
-    "cpu": (("qemu",), _qemu_cpu, "a QEMU CPU model, e.g. neoverse-n1 or cortex-a76"),
+    "qemu": (("qemu", "qemu-x86"), _host_file, "the qemu-aarch64 binary (qemu-x86: the qemu-x86_64 one), a file on "
+             "this host (QEMU >= 8.1)"),
+    "cpu": (("qemu", "qemu-x86"), _qemu_cpu, "a QEMU CPU model, e.g. neoverse-n1 or cortex-a76 (qemu:), Haswell or "
+            "Nehalem (qemu-x86:)"),
     "site_packages": (("qemu",), _host_dir, "the folder of the board's Python packages, on this host"),
 }
 
@@ -181,6 +186,8 @@ class DeviceSpec:
         """How the device is named in results rows and reports."""
         if self.options.get("name"):
             return self.options["name"]
+        if self.kind == "qemu-x86":   # two CPU models are two devices
+            return f"qemu-x86:{self.get('cpu')}"
         return f"{self.kind}:{self.address}" if self.address else self.kind
 
     def opt(self, key: str, default=None):
@@ -283,7 +290,24 @@ def parse_device(text: str) -> DeviceSpec:
         raise _fail(raw, f"adb serial '{address}' must not start with '-' or hold spaces", "an adb serial")
     if kind == "qemu":
         _qemu_board(raw, spec)
+    if kind == "qemu-x86":
+        _qemu_x86(raw, spec)
     return spec
+
+
+def _qemu_x86(raw: str, spec: DeviceSpec) -> None:
+    """``qemu-x86:``: this host's own Python and runtimes under ``qemu-x86_64 -cpu MODEL``; the QEMU
+    binary is ?qemu=, else the one scripts/setup-arm64.sh keeps beside the board, else on PATH."""
+    if spec.address:
+        raise _fail(raw, f"'{_oneline(raw)}' names an address: qemu-x86 runs this host's programs (qemu-x86:?cpu=MODEL)",
+                    "qemu-x86:?cpu=MODEL")
+    qemu = spec.get("qemu") or next(
+        (p for p in (os.path.join(ARM64_BOARD, "qemu-x86_64-static"), shutil.which("qemu-x86_64-static"),
+                     shutil.which("qemu-x86_64")) if p and os.path.isfile(p)), None)
+    if qemu is None:
+        raise _fail(raw, "no qemu-x86_64 binary: run `bash scripts/setup-arm64.sh` (it keeps QEMU's beside the board) "
+                    "or name one (?qemu=/path/to/qemu-x86_64)", "qemu: the qemu-x86_64 binary, a file on this host")
+    spec.values.update(qemu=qemu, cpu=spec.get("cpu") or QEMU_X86_CPU_DEFAULT)
 
 
 def _qemu_board(raw: str, spec: DeviceSpec) -> None:

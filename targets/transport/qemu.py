@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-from targets.transport.base import QEMU_CPU_DEFAULT, CommandResult, DeviceSpec
+from targets.transport.base import QEMU_CPU_DEFAULT, QEMU_X86_CPU_DEFAULT, CommandResult, DeviceSpec
 from targets.transport.local import LocalTransport
 
 #: QEMU 7.2 (Debian 12) crashes onnxruntime at import (the host's /proc/cpuinfo shows through) and
@@ -109,3 +109,33 @@ class QemuTransport(LocalTransport):
             return CommandResult(127, "", f"{argv[0]}: not found in the board's root file system {self.rootfs}")
         return super().run([self.qemu, "-cpu", self.cpu, "-L", self.rootfs, program, *map(str, argv[1:])],
                            timeout, env=env, cwd=cwd, grace=grace)
+
+
+class QemuX86Transport(LocalTransport):
+    """``qemu-x86:?cpu=MODEL``: this host's own Python, packages and runtimes under ``qemu-x86_64
+    -cpu MODEL`` (user mode), so the runtimes dispatch as on that CPU (Haswell: AVX2 without
+    AVX-512 or VNNI; Nehalem: SSE4.2), whatever this host's CPU. The device runner reads the ISA
+    with CPUID, which QEMU emulates (its /proc/cpuinfo is this host's). Emulated, as ``qemu:``."""
+
+    kind = "qemu-x86"
+    probe_budget = QemuTransport.probe_budget
+
+    def __init__(self, spec: DeviceSpec):
+        super().__init__(spec)
+        self.qemu = spec.get("qemu")
+        self.cpu = spec.get("cpu") or QEMU_X86_CPU_DEFAULT
+
+    available = QemuTransport.available
+
+    def facts(self) -> dict[str, Any]:
+        line, version = qemu_version(self.qemu)
+        return {"emulated": "yes", "emulator": f"{line}, user mode", "emulated_cpu": self.cpu,
+                "soc": f"x86-64 {self.cpu} (emulated by QEMU {'.'.join(map(str, version or ()))})"}
+
+    def environ(self) -> dict[str, str]:
+        return {k: v for k, v in os.environ.items() if not k.startswith("QEMU_")}
+
+    def run(self, argv: Sequence[str], timeout: float, env: dict[str, str] | None = None,
+            cwd: str | None = None, grace: float = 15.0) -> CommandResult:
+        # (QEMU warns on stderr of each CPUID feature TCG lacks, e.g. Haswell's hle and rtm)
+        return super().run([self.qemu, "-cpu", self.cpu, *map(str, argv)], timeout, env=env, cwd=cwd, grace=grace)

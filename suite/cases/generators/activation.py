@@ -327,7 +327,7 @@ def _exact_ratio_scales(g: Gen, ratio: float) -> tuple[float, float]:
 
 def _relu_family(g: Gen, op: str) -> Case:
     v = g.variant
-    shape = _shape(g)
+    shape = _shape(g, lo=512) if v == "ties" else _shape(g)
     clause = ["output0"]
     attrs: dict = {}
     alpha = 1.0
@@ -335,15 +335,20 @@ def _relu_family(g: Gen, op: str) -> Case:
         alpha = f32(g.choice([0.01, 0.1, 0.2, 0.3, 0.5]))
         if v == "alpha_extreme":
             alpha = f32([1.5, -0.75, 0.0][g.index % 3])
+        elif v == "ties":     # s_in * alpha / s_out = 3/16: ties the final shift breaks, below zero
+            alpha = 0.5
         attrs["alpha"] = float(alpha)
     s = g.scale(2.0 ** -8, 2.0 ** -2)
     z = g.zero_point()
     x = g.codes(shape, zero_point=z).astype(np.int64)
     so = zo = None
     desc = ""
-    if v in ("tie", "dbl_vs_single"):
-        ratio = g.choice([0.375, 0.75, 1.5, 0.625]) if v == "tie" else float(g.rng.uniform(0.26, 0.49))
-        if v == "tie":
+    if v in ("tie", "ties", "dbl_vs_single"):
+        # ties: 3/8, a ratio below 1/2 whose ties reach the final RoundingDivideByPOT (half away
+        # from zero; at 3/4 SaturatingRoundingDoublingHighMul breaks them, negative ones up)
+        ratio = (g.choice([0.375, 0.75, 1.5, 0.625]) if v == "tie" else 0.375 if v == "ties"
+                 else float(g.rng.uniform(0.26, 0.49)))
+        if v in ("tie", "ties"):
             s, so = _exact_ratio_scales(g, ratio)
         else:
             so = f32(g.scale(2.0 ** -8, 2.0 ** -3))
@@ -360,10 +365,10 @@ def _relu_family(g: Gen, op: str) -> Case:
             m, sh = (int(t) for t in arith.quantize_multiplier(real))
             picks = rounding_inputs(g, v, m, sh, lo, hi, x.size)
             if picks is not None:
-                x = np.where(g.rng.random(x.size) < 0.35 / len(mults), z + picks, x)
+                x = np.where(g.rng.random(x.size) < (0.9 if v == "ties" else 0.35) / len(mults), z + picks, x)
         x = x.reshape(shape)
-        clause.append("rounding.tie" if v == "tie" else "rounding.double")
-        desc = ("many differences land on k + 1/2 after the multiplier" if v == "tie"
+        clause.append("rounding.double" if v == "dbl_vs_single" else "rounding.tie")
+        desc = ("many differences land on k + 1/2 after the multiplier" if v != "dbl_vs_single"
                 else "multiplier in [1/4, 1/2): two-step and one-step rounding disagree")
     elif v == "mult_extreme":
         z = g.randint(-20, 20)
@@ -406,6 +411,12 @@ def _relu_family(g: Gen, op: str) -> Case:
 @generator("LEAKY_RELU", variants={"tie": 2, "dbl_vs_single": 2, "alpha_extreme": 3, "mult_extreme": 2})
 def gen_leaky_relu(g: Gen) -> Case:
     return _relu_family(g, "LEAKY_RELU")
+
+
+# ``ties``: added to the default run (beyond --cases-per-op) so that a kernel breaking ties one way
+# is refused on LEAKY_RELU alone (tests/test_tie_power.py); RELU and RELU6 clamp every result below
+# the zero point, so they have positive ties only, which their ``tie`` cases hold enough of
+generator("LEAKY_RELU", variants={"ties": 2}, extra=True)(gen_leaky_relu)
 
 
 @generator("RELU", variants={"tie": 2, "dbl_vs_single": 2, "mult_extreme": 2})

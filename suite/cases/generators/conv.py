@@ -61,6 +61,7 @@ class Recipe:
     near_limit: bool = False               # bias puts channel accumulators next to +-2^31
     big: bool = False                      # the op uses its ~66k-long reduction shape
     bias_mag: int = 2 ** 12
+    even: bool = False                     # even weights and bias (BATCH_MATMUL: even b - z_b)
 
 
 def _is_big(g: Gen) -> bool:
@@ -71,14 +72,20 @@ def _is_big(g: Gen) -> bool:
 def _recipe(g: Gen, n_out: int) -> Recipe:
     v = g.variant
     r = Recipe()
-    if v == "tie":
+    if v in ("tie", "ties"):
         a = g.randint(3, 8)
         d = a + g.randint(2, 9)
         r.s_in, r.s_out = 2.0 ** -a, 2.0 ** -d
         ks = g.rng.integers(1, 4, size=n_out)
         odd = np.array([2 * g.randint(0, 2 ** (int(k) - 1) - 1) + 1 for k in ks])
-        r.mults = odd / 2.0 ** ks
+        # ties: 1/4 on even accumulators: SaturatingRoundingDoublingHighMul halves them exactly
+        # (it would round an odd one, negative ties up, and make double-rounding differences
+        # away from ties), and the final RoundingDivideByPOT breaks every tie (acc = 2 mod 4,
+        # half the outputs) away from zero
+        r.mults = odd / 2.0 ** ks if v == "tie" else np.full(n_out, 0.25)
         r.x_dev, r.w_range, r.bias_mag = (-6, 6), (-3, 3), 24
+        if v == "ties":   # a small bias keeps a channel's outputs on both sides of zero
+            r.even, r.bias_mag = True, 4
     elif v == "dbl_vs_single":
         r.s_in, r.s_out = g.scale(2 ** -8, 2 ** -3), g.scale(2 ** -8, 2 ** -3)
         r.mults = g.rng.uniform(0.125, 0.5, size=n_out)
@@ -122,6 +129,8 @@ def _weight_codes(g: Gen, r: Recipe, shape, axis: int) -> np.ndarray:
         bshape[axis] = n
         return np.broadcast_to(127 * signs.reshape(bshape), tuple(shape)).astype(np.int8)
     lo, hi = r.w_range
+    if r.even:
+        return (2 * g.rng.integers(-(-lo // 2), hi // 2 + 1, size=tuple(shape))).astype(np.int8)
     return g.rng.integers(lo, hi + 1, size=tuple(shape)).astype(np.int8)
 
 
@@ -142,6 +151,8 @@ def _bias(g: Gen, r: Recipe, s_in: float, w: Tensor, n: int, acc: np.ndarray | N
     b = g.bias(s_in, w, n, magnitude=max(r.bias_mag, 1))
     if r.bias_mag == 0:
         b.data = np.zeros(n, np.int32)
+    if r.even:
+        b.data = (b.data & ~np.int32(1)).astype(np.int32)
     if r.near_limit and acc is not None:
         flat = acc.reshape(-1, n)
         hi_c, lo_c = flat.max(axis=0), flat.min(axis=0)
@@ -177,7 +188,7 @@ def _clause(op: str, *parts: str) -> str:
 def _per_axis(g: Gen) -> bool:
     if g.variant == "per_tensor":
         return False
-    if g.variant in ("perchannel_wide", "acc_extreme", "mult_extreme", "tie", "dbl_vs_single"):
+    if g.variant in ("perchannel_wide", "acc_extreme", "mult_extreme", "tie", "ties", "dbl_vs_single"):
         return True
     return g.rng.random() < 0.8
 
@@ -205,12 +216,15 @@ def _spatial(g: Gen, kh: int, kw: int, dil, lo: int = 3, hi: int = 12) -> tuple[
     if g.variant == "odd_shape":
         h, w = g.choice([5, 7, 9, 13]), g.choice([5, 7, 9, 13])
     else:
+        lo = max(lo, 8) if g.variant == "ties" else lo     # outputs enough for 64 ties a side
         h, w = g.randint(lo, hi), g.randint(lo, hi)
     # room for at least one VALID output
     return max(h, (kh - 1) * dil[0] + 1), max(w, (kw - 1) * dil[1] + 1)
 
 
 def _chan(g: Gen, lo: int = 1, hi: int = 16) -> int:
+    if g.variant == "ties":
+        lo = max(lo, hi // 2)
     return g.choice([1, 3, 5, 7, 9, 13]) if g.variant == "odd_shape" else g.randint(lo, hi)
 
 
@@ -323,7 +337,7 @@ def gen_fully_connected(g: Gen) -> Case:
     r = _recipe(g, o)
     # the spec lists FULLY_CONNECTED's bias as per-tensor; with per-axis weights LiteRT takes a
     # per-axis bias (scale input_scale * weight_scale[c]), which the spec table allows
-    per_axis = v not in ("per_tensor", "acc_extreme") and (v in ("perchannel_wide", "tie", "dbl_vs_single",
+    per_axis = v not in ("per_tensor", "acc_extreme") and (v in ("perchannel_wide", "tie", "ties", "dbl_vs_single",
                                                                "mult_extreme", "no_bias") or g.rng.random() < 0.5)
     if r.big:
         k, lead = BIG_K, (1,)
@@ -333,6 +347,8 @@ def gen_fully_connected(g: Gen) -> Case:
             lead = (g.randint(1, 3), g.randint(1, 4))
         elif v == "odd_shape":
             lead = (g.choice([1, 3, 5]),)
+        elif v == "ties":
+            lead = (g.randint(6, 10),)
         else:
             lead = (g.randint(1, 6),)
     keep = v == "keep_num_dims" or (v == "random" and g.rng.random() < 0.2)
@@ -452,6 +468,10 @@ def gen_batch_matmul(g: Gen) -> Case:
         a = _input(g, r, a_shape)
         b_scale = f32(r.mults[0] * r.s_out / a.scale[0])
         b = _input(g, Recipe(s_in=b_scale, x_dev=r.x_dev), b_shape)
+        if r.even:    # (b - z_b) even, so every accumulator is
+            z = b.zero_point[0]
+            b.data = np.clip(z + 2 * (np.asarray(b.data, np.int64) - z), -128 + ((z + 128) % 2),
+                             127 - ((127 - z) % 2)).astype(np.int8)
     else:
         a = _input(g, r, a_shape)
         b = _input(g, r, b_shape)
@@ -468,3 +488,14 @@ def gen_batch_matmul(g: Gen) -> Case:
     cs.clause = _clause("BATCH_MATMUL", "input0/granularity", "input1/granularity")
     cs.description = f"{v}: {list(a_shape)} x {list(b_shape)} adj_x={adj_x} adj_y={adj_y}"
     return cs
+
+
+# --------------------------------------------------------------------------- ties (every op above)
+
+# ``ties``: the ``tie`` recipe with every multiplier odd / 2, so about half the outputs are exact
+# ties, on both sides of the zero point: cases added to the default run (beyond --cases-per-op) so
+# that a kernel breaking ties one way is refused on the op alone (tests/test_tie_power.py)
+for _op, _fn in (("CONV_2D", gen_conv_2d), ("DEPTHWISE_CONV_2D", gen_depthwise),
+                 ("FULLY_CONNECTED", gen_fully_connected), ("TRANSPOSE_CONV", gen_transpose_conv),
+                 ("BATCH_MATMUL", gen_batch_matmul)):
+    generator(_op, variants={"ties": 2}, extra=True)(_fn)

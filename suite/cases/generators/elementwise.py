@@ -117,7 +117,7 @@ def _combine(op: str, ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
     return ra + rb if op == "ADD" else ra - rb if op == "SUB" else ra * rb
 
 
-def _tie_scales(g: Gen, op: str) -> tuple[float, float, float]:
+def _tie_scales(g: Gen, op: str, j: int | None = None) -> tuple[float, float, float]:
     """Scales whose exact results are multiples of 1/2 or 1/4 output LSB.
 
     ADD/SUB: s_b = s_a * 2^t (t in -1..1), s_out = max(s_a, s_b) * 2^j (j in 1..2): every
@@ -131,13 +131,18 @@ def _tie_scales(g: Gen, op: str) -> tuple[float, float, float]:
         so = f32(max(sa, sb) * 2.0 ** g.randint(1, 2))
     else:
         sb = _scale_pow2_family(g, 2 ** -6, 2 ** -2)
-        so = f32(sa * sb * 2.0 ** g.randint(1, 3))
+        so = f32(sa * sb * 2.0 ** (g.randint(1, 3) if j is None else j))
     return sa, sb, so
 
 
 def _binary_tie(g: Gen, op: str) -> Case:
-    sa, sb, so = _tie_scales(g, op)
-    shape = _dims(g, g.randint(1, 3))
+    """``tie``; ``ties`` (MUL): the multiplier 1/4 on even products, which
+    SaturatingRoundingDoublingHighMul halves exactly (it would round odd ones, negative ties up,
+    and make double-rounding differences away from ties); the final RoundingDivideByPOT breaks
+    every tie (a product = 2 mod 4, about a third of ~400 elements) away from zero."""
+    rich = g.variant == "ties"
+    sa, sb, so = _tie_scales(g, op, 2 if rich else None)
+    shape = [g.randint(16, 24), g.randint(16, 24)] if rich else _dims(g, g.randint(1, 3))
     za, zb = g.zero_point(), g.zero_point()
     a = g.activation(shape, sa, za)
     b = g.activation(shape, sb, zb)
@@ -145,6 +150,9 @@ def _binary_tie(g: Gen, op: str) -> Case:
         # small factors keep the products inside the output range
         a.data = g.codes(shape, lo=max(-128, za - 12), hi=min(127, za + 12))
         b.data = g.codes(shape, lo=max(-128, zb - 12), hi=min(127, zb + 12))
+        if rich:    # b - z_b even: SaturatingRoundingDoublingHighMul halves every product exactly
+            d = 2 * g.rng.integers(-6, 7, size=tuple(shape))
+            b.data = np.where((zb + d >= -128) & (zb + d <= 127), zb + d, zb).astype(np.int8)
     real = _combine(op, real_values(a), real_values(b))
     c = _binary_case(op, a, b, so, _exact_output(g, real, so))
     c.clause = _clause(op, "output0", "rounding")
@@ -274,7 +282,7 @@ def _sub_mult_gt1(g: Gen) -> Case:
 
 def _binary(g: Gen, op: str) -> Case:
     v = g.variant
-    if v == "tie":
+    if v in ("tie", "ties"):
         return _binary_tie(g, op)
     if v == "dbl_vs_single":
         return _binary_dbl_vs_single(g, op)
@@ -323,6 +331,12 @@ def gen_sub(g: Gen) -> Case:
 @generator("MUL", variants=dict(_BINARY_VARIANTS))
 def gen_mul(g: Gen) -> Case:
     return _binary(g, "MUL")
+
+
+# ``ties`` (see _binary_tie): added to the default run (beyond --cases-per-op) so that a kernel
+# breaking ties one way is refused on MUL alone (tests/test_tie_power.py); ADD and SUB's ``tie``
+# cases hold enough
+generator("MUL", variants={"ties": 2}, extra=True)(gen_mul)
 
 
 # =========================================================================== MAXIMUM / MINIMUM

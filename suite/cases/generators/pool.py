@@ -151,11 +151,13 @@ def _reduce_shape(g: Gen, op: str) -> tuple[list[int], list[int], list[int], boo
     """(shape, resolved axes, axis values as written, keep_dims) for the variant."""
     v = g.variant
     keep = bool(g.rng.random() < 0.5)
-    if v in ("spatial", "tie", "dbl_vs_single") or (v == "large_reduction" and g.index % 2 == 0):
+    if v in ("spatial", "tie", "ties", "dbl_vs_single") or (v == "large_reduction" and g.index % 2 == 0):
         if v == "large_reduction":
             shape = [1, g.randint(24, 48), g.randint(24, 48), g.randint(1, 3)]
         elif v == "spatial":
             shape = [g.randint(1, 2), g.randint(1, 8), g.randint(1, 8), g.randint(1, 16)]
+        elif v == "ties":
+            shape = [1, 2, 2, g.randint(96, 128)]
         else:
             shape = [1, g.choice([1, 2]), g.choice([2, 4]), g.randint(8, 48)]
         axes = [1, 2] if g.rng.random() < 0.5 else [2, 1]
@@ -188,12 +190,12 @@ def _reduce_case(g: Gen, op: str) -> Case:
     out_shape = [1 if i in axes else d for i, d in enumerate(shape)] if keep else \
         [d for i, d in enumerate(shape) if i not in axes]
     groups = int(np.prod(out_shape)) if out_shape else 1
-    clause = ["rounding"] if v in ("tie", "dbl_vs_single") else []
-    if v in ("tie", "dbl_vs_single", "mult_extreme"):
+    clause = ["rounding"] if v in ("tie", "ties", "dbl_vs_single") else []
+    if v in ("tie", "ties", "dbl_vs_single", "mult_extreme"):
         s_in = g.scale(2.0 ** -8, 2.0 ** -3)
         z_in = g.zero_point()
         room = 1.0 if divide else 2.0 ** int(np.ceil(np.log2(2 * n)))   # SUM: keep sums in range
-        if v == "tie":
+        if v in ("tie", "ties"):
             s_out = s_in * 2.0 ** g.randint(0, 2) * room              # power-of-two ratio
         elif v == "dbl_vs_single":
             s_out = f32(s_in / float(g.rng.uniform(0.1, 0.9)) * room)
@@ -211,7 +213,7 @@ def _reduce_case(g: Gen, op: str) -> Case:
         lo = max(n * (-128 - z_in), -int(span * per / ratio))
         hi = min(n * (127 - z_in), int(span * per / ratio))
         sums = None
-        if v in ("tie", "dbl_vs_single"):
+        if v in ("tie", "ties", "dbl_vs_single"):
             m, s = _kernel_multiplier(ratio, n if divide else None)
             sums = rounding_inputs(g, v, m, s, lo, hi, groups)
         if sums is None:
@@ -233,7 +235,7 @@ def _reduce_case(g: Gen, op: str) -> Case:
     g.clause = _clause(op, *(clause or ["arithmetic"]))
     case = Case(op=op, inputs=[x, axis], outputs=[out], attrs={"keep_dims": keep}, clause=g.clause)
     case.description = f"{op} of {shape} over axes {written} (N={n}), keep_dims={keep}" + \
-        {"tie": ", every result a .5 tie", "dbl_vs_single": ", accumulators where 1- and 2-step rounding differ",
+        {"tie": ", every result a .5 tie", "ties": ", every result a .5 tie, half of them below zero", "dbl_vs_single": ", accumulators where 1- and 2-step rounding differ",
          "mult_extreme": f", s_in/s_out = {x.scale[0] / s:.6g}"}.get(v, "")
     return case
 
@@ -250,6 +252,13 @@ def gen_mean(g: Gen) -> Case:
 @generator("SUM", variants=dict(REDUCE_VARIANTS))
 def gen_sum(g: Gen) -> Case:
     return _reduce_case(g, "SUM")
+
+
+# ``ties``: ~100 results per case on ties that the final rounding step breaks away from zero, half
+# of them negative, added to the default run (beyond --cases-per-op) so that a kernel breaking ties
+# one way is refused on the op alone (tests/test_tie_power.py)
+generator("MEAN", variants={"ties": 2}, extra=True)(gen_mean)
+generator("SUM", variants={"ties": 2}, extra=True)(gen_sum)
 
 
 # ----------------------------------------------------------------------------- L2_NORMALIZATION

@@ -7,8 +7,8 @@ ranges, scales and their ratios over many octaves, zero points anywhere in range
 spreads, shapes and ranks with extents at tile boundaries, the op's options, data in several
 styles. None of the generators' named edge variants is used: the hunt has to find the corners
 itself. :func:`params` describes a case by named numbers (the effective requantization
-multiplier, the accumulator's size, ...) and :func:`region` buckets them: what groups failures
-(suite/harness/hunt.py) and what a finding's ``where`` matches (suite/core/findings.toml).
+multiplier, the accumulator's size, ...): what a finding's ``where`` matches
+(suite/core/findings.toml), for every case the judge judges.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from . import activation, conv, elementwise, movement, pool, qdq  # noqa: F401 (
 from .draw import Draw, HypothesisDraw, RandomDraw, op_tables
 from .params import PARAMS
 from .params import case_params as params
-from .params import case_region as region
 from .space import draw_case, hunt_ops, space
 
 __all__ = ["PARAMS", "Draw", "HypothesisDraw", "RandomDraw", "draw_case", "hunt_ops", "op_tables", "params",
-           "region", "space"]
+           "space"]

@@ -93,12 +93,34 @@ def comparison(d: Draw, op: str) -> Case:
     return Case(op=op, inputs=[a, b], outputs=[out], spec=r.table)
 
 
+#: float32 values no quantizer's range reaches: +-inf, NaN (the spec says nothing of it: a case
+#: with one is unspecified, suite/harness/hunt.py), -0.0, subnormals, the largest finite ones
+SPECIAL_F32 = np.array([np.inf, -np.inf, np.nan, -0.0, 0.0, 1e-45, -1e-45, 1.1754942e-38, -1.1754942e-38,
+                        3.4028235e38, -3.4028235e38], np.float32)
+
+
+def specials(d: Draw, x: np.ndarray) -> np.ndarray:
+    """``x`` (float32), or (one draw in three) with some elements replaced by :data:`SPECIAL_F32`."""
+    if not d.pick([False, False, True]):
+        return x
+    rng = np.random.default_rng(d.int(0, 2 ** 32 - 1))
+    x = np.array(x, np.float32, copy=True)
+    hit = rng.random(x.shape) < d.pick([0.05, 0.3, 1.0])
+    x[hit] = SPECIAL_F32[rng.integers(0, SPECIAL_F32.size, size=int(hit.sum()))]
+    return x
+
+
 def reals(d: Draw, shp, s: float, z: int, lo: int, hi: int) -> np.ndarray:
     """float32 values for a quantizer of (s, z) onto [lo, hi]: across the range and past its ends,
-    on k + 1/2 steps, one float32 off them, or near zero."""
+    on k + 1/2 steps, one float32 off them, near zero, or far beyond: |x / s| past 2^31 (the int32
+    range of a kernel's quotient) up to float32's largest and +-inf."""
     rng = np.random.default_rng(d.int(0, 2 ** 32 - 1))
     shp = tuple(int(x) for x in shp)
-    style = d.pick(["span", "ties", "near_ties", "beyond", "near_zero"])
+    style = d.pick(["span", "ties", "near_ties", "beyond", "near_zero", "beyond_int32"])
+    if style == "beyond_int32":
+        with np.errstate(over="ignore"):
+            sign = np.where(rng.random(shp) < 0.5, -1.0, 1.0)
+            return np.asarray(sign * s * 2.0 ** rng.uniform(30.5, 140, size=shp), np.float32)
     k = rng.integers(lo - z - 2, hi - z + 3, size=shp).astype(np.float64)
     if style == "span":
         x = rng.uniform((lo - z - 2) * s, (hi - z + 2) * s, size=shp)
@@ -123,7 +145,7 @@ def quantize(d: Draw, op: str) -> Case:
     lo, hi = qrange(o_tr, o_dtype)
     if in_dtype == "float32":
         s, z = scale(d, -30, 8), zero_point(d, o_tr, o_dtype)
-        x = Tensor("float32", tuple(shp), reals(d, shp, s, z, lo, hi))
+        x = Tensor("float32", tuple(shp), specials(d, reals(d, shp, s, z, lo, hi)))
         out = out_tensor(o_dtype, shp, s, z)
     else:
         x = activation(d, r.inputs[0], shp, dtype=in_dtype)

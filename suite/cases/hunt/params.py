@@ -1,11 +1,9 @@
-"""A case described by named numbers, and the coarse region of them that groups failures.
+"""A case described by named numbers: what a finding's region is a function of.
 
-:func:`case_params` is a pure function of the case (a shrunk case or a case file gets its own):
-the effective requantization multiplier, the accumulator's size, the smallest scale, the row's
-sum of exps, ... (``PARAMS`` names them all: a finding's ``where`` in suite/core/findings.toml may
-use any of them). :func:`case_region` buckets a few of them per op family (octaves into bands,
-booleans as they are): two failures with the same status, cause, best scheme and region are one
-distinct failure of the hunt.
+:func:`case_params` is a pure function of the case (a generated case, a case file, a hunted or
+shrunk case, a model's layer alike): the effective requantization multiplier, the accumulator's
+size, the smallest scale, the row's sum of exps, ... (``PARAMS`` names them all: a finding's
+``where`` in suite/core/findings.toml may use any of them; the judge evaluates it on every case).
 """
 
 from __future__ import annotations
@@ -21,6 +19,7 @@ from reference.ops.conv import (
     fc_acc,
     transpose_conv_acc,
 )
+from reference.common import act_range, qrange
 from suite.core.case import Case
 from suite.core.geometry import out_size, pad_before
 
@@ -55,6 +54,10 @@ PARAMS = {
     "axis_last": "the op's axis is the last dimension", "idx_rank": "rank of GATHER's indices",
     "batch_dims": "GATHER's batch_dims", "n_inputs": "number of inputs",
     "granularity": "per-tensor, per-axis or blocked (ONNX Q/DQ)",
+    "act_inside": "both bounds of the fused activation's clamp lie strictly inside the output's code range (false "
+                  "without an activation, or when a bound is at or beyond its end)",
+    "batch_last2_gt1": "BATCH_MATMUL: the last two dimensions of the broadcast batch shape are both > 1",
+    "quot_log2": "log2 of the largest |x / s_out| of a float32 input (QUANTIZE; inf for an infinite x)",
 }
 
 CONV = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "BATCH_MATMUL")
@@ -77,6 +80,8 @@ def case_params(case: Case) -> dict:
         p.update(zp_in=int(x.zero_point[0]), s_in_log2=_log2(x.scale[0]))
     if o.quantized:
         p.update(zp_out=int(o.zero_point[0]), s_out_log2=_log2(o.scale[0]))
+        (lo, hi), (qlo, qhi) = act_range(case, o), qrange(o)
+        p["act_inside"] = p["act"] != "NONE" and qlo < lo and hi < qhi
     op = case.op
     if op in ("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM") + COMPARISONS:
         a, b = case.inputs[0], case.inputs[1]
@@ -107,6 +112,10 @@ def case_params(case: Case) -> dict:
         p["n_inputs"] = len(case.inputs)
         if op == "GATHER":
             p.update(idx_rank=len(case.inputs[1].shape), batch_dims=int(case.attrs.get("batch_dims", 0)))
+    elif op == "QUANTIZE" and x.dtype == "float32" and o.quantized:
+        with np.errstate(all="ignore"):
+            q = np.abs(np.asarray(x.data, np.float64) / np.float64(np.float32(o.scale[0])))
+        p["quot_log2"] = _log2(float(np.nanmax(q, initial=0.0)))
     elif case.spec == "onnx-qdq":
         q = case.outputs[0] if op == "QuantizeLinear" else x
         p["dtype"] = q.dtype
@@ -120,6 +129,7 @@ def _conv_params(case: Case) -> dict:
     x = _main_input(case)
     if case.op == "BATCH_MATMUL":
         w, scales = case.inputs[1], [case.inputs[1].scale[0]]
+        batch = np.broadcast_shapes(tuple(x.shape[:-2]), tuple(w.shape[:-2]))
     else:
         w = case.inputs[1]
         scales = list(w.scale)
@@ -141,7 +151,8 @@ def _conv_params(case: Case) -> dict:
          "BATCH_MATMUL": lambda: x.shape[-2] if case.attrs.get("adj_x") else x.shape[-1]}[case.op]()
     return {"w_dtype": w.dtype, "mult_min_log2": _log2(float(mult.min())), "mult_max_log2": _log2(float(mult.max())),
             "w_spread_log2": _log2(max(scales) / min(scales)), "per_axis": len(scales) > 1,
-            "bias": bias is not None, "acc_log2": _log2(peak), "shifted_acc_log2": _log2(shifted), "k": int(k)}
+            "bias": bias is not None, "acc_log2": _log2(peak), "shifted_acc_log2": _log2(shifted), "k": int(k),
+            **({"batch_last2_gt1": len(batch) >= 2 and min(batch[-2:]) > 1} if case.op == "BATCH_MATMUL" else {})}
 
 
 def _accumulators(case: Case) -> np.ndarray:
@@ -172,51 +183,3 @@ def _accumulators(case: Case) -> np.ndarray:
     if op == "CONV_2D":
         return conv_acc(xd, z, w, stride, dil, pads, (oh, ow), x.shape[3] // w.shape[3])
     return depthwise_acc(xd, z, w, int(a.get("depth_multiplier", 1)), stride, dil, pads, (oh, ow))
-
-
-# ----------------------------------------------------------------------------- regions
-
-def _mult(v) -> str:
-    """A multiplier (log2) in one of three bands: below 2^-24, up to 1, above 1."""
-    return "<2^-24" if v < -24 else "<=1" if v <= 0 else ">1"
-
-
-def _scale(v) -> str:
-    return "<2^-12" if v < -12 else ">=2^4" if v >= 4 else "2^-12..2^4"
-
-
-def _size(v) -> str:
-    return "<=16" if v <= 16 else "<=256" if v <= 256 else ">256"
-
-
-#: the params that tell failures of an op apart, and how each is bucketed (None: as it is)
-_REGIONS: list[tuple[tuple[str, ...], list[tuple[str, object]]]] = [
-    (("ADD", "SUB", "MUL"), [("table", None), ("dtype", None), ("out_mult_log2", _mult), ("broadcast", None)]),
-    (COMPARISONS, [("min_scale_log2", lambda v: "<2^-8" if v < -8 else ">=2^-8"),
-                   ("max_scale_log2", lambda v: ">=1" if v >= 0 else "<1"), ("same_scale", None)]),
-    (("MAXIMUM", "MINIMUM"), [("rank", lambda v: v > 4), ("broadcast", None)]),
-    (CONV, [("table", None), ("dtype", None), ("mult_max_log2", _mult), ("mult_min_log2", _mult),
-            ("acc_log2", lambda v: ">=2^30" if v >= 30 else "<2^30"),
-            ("shifted_acc_log2", lambda v: ">=2^31" if v >= 31 else "<2^31")]),
-    (("SOFTMAX", "LOG_SOFTMAX", "L2_NORMALIZATION"),
-     [("table", None), ("dtype", None), ("depth", _size), ("exp_sum_log2", lambda v: ">=512" if v >= 9 else "<512")]),
-    (("MEAN", "SUM"), [("out_mult_log2", _mult), ("all_axes", None)]),
-    (("PAD", "PADV2"), [("rank", lambda v: ">=3" if v >= 3 else "<3"), ("zp_in", lambda v: "<0" if v < 0 else ">=0"),
-                        ("pad_end_last", None), ("pad_end_outer", None)]),
-    (("GATHER",), [("rank", None), ("axis_last", None), ("idx_rank", None)]),
-    (("CONCATENATION",), [("axis_last", None), ("act", None)]),
-    (("QuantizeLinear", "DequantizeLinear"), [("dtype", None), ("granularity", None)]),
-    (("LOGISTIC", "TANH", "DEQUANTIZE"), [("s_in_log2", _scale)]),
-    (("RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH", "QUANTIZE"), [("dtype", None), ("out_mult_log2", _mult)]),
-]
-_DEFAULT_REGION = [("table", None), ("rank", lambda v: ">4" if v > 4 else "<=4")]
-
-
-def case_region(case: Case, p: dict) -> dict:
-    """The bucketed params that tell failures of ``case``'s op apart (a dict in a fixed order)."""
-    keys = next((k for ops, k in _REGIONS if case.op in ops), _DEFAULT_REGION)
-    out = {}
-    for key, bucket in keys:
-        v = p.get(key)
-        out[key] = v if bucket is None or v is None else bucket(v)
-    return out

@@ -12,7 +12,7 @@ from suite.core.case import Case, Tensor
 from suite.core.dtypes import DTYPES
 
 from .draw import Draw, codes, dim, fit, scale, table_rule
-from .elementwise import reals
+from .elementwise import reals, specials
 from .space import space
 
 
@@ -57,7 +57,8 @@ def quantize_linear(d: Draw, op: str) -> Case:
     lo, hi = DTYPES[y.dtype].qmin, DTYPES[y.dtype].qmax
     # x / s + z around [lo, hi]: reals drawn for a unit scale and zero point 0, then mapped
     unit = reals(d, y.shape, 1.0, 0, lo, hi).astype(np.float64)
-    x = ((unit - z) * s).astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = specials(d, ((unit - z) * s).astype(np.float32))
     return Case(op=op, inputs=[Tensor("float32", tuple(y.shape), x)], outputs=[y], attrs=attrs, spec=r.table)
 
 

@@ -1,0 +1,299 @@
+"""``qconform history REPORT_DIR``: every run folder under a report directory, run by run.
+
+It reads each run's results.jsonl (through reports.results, whose reader checks the rows), or
+the few columns it needs of results.parquet when that is at least as new (pyarrow; much faster),
+and run.json (a regular file, size-bounded), nothing else. Runs are grouped by **case set**: the set of
+(case id, case digest) they ran (seed, ops, cases per op, case files, model all change it); runs of
+another case set are a series of their own, never mixed. Within a series, oldest first (run.json's
+``started``, then the time run.json was last written):
+
+* per (case, target, device), its state run by run: ``pass``, ``fail`` (failing, no known finding
+  explains it: fail, error, crash, timeout, infra), ``known`` (failing under a known finding),
+  ``waived``, ``unsupported``, ``-`` (not in that run);
+* **failing since**: the first run of its current failing streak (``fail`` up to the newest run);
+* **flaky**: at least two flips between passing and failing within the last ``last`` runs;
+* per run: new failures (failing there, not in the run before) and the pass rate (passed of the
+  results that ran: not unsupported), drawn as a small SVG (reports/plots.py trend_svg).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import html as _html
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reports.plots import trend_svg
+from reports.parquet import PARQUET
+from reports.results import RESULTS, iter_rows
+from reports.runinfo import RUN_JSON
+from suite.core.errors import QconformError
+from suite.core.verdict import ERRORS, Status
+
+_BAD = frozenset({Status.FAIL.value} | {s.value for s in ERRORS})
+MAX_RUN_JSON = 16 << 20
+LAST = 10   # runs a flaky case is looked for in
+
+
+def state(row: dict) -> str:
+    s = row.get("status")
+    if s in _BAD:
+        return "known" if row.get("finding") else "fail"
+    return s if s in ("pass", "waived", "unsupported") else "fail"   # (an unknown status counts as failing)
+
+
+@dataclass
+class RunPoint:
+    run_id: str
+    folder: Path
+    started: str
+    order: tuple                              # (started, run.json's mtime): runs started in one second apart
+    states: dict[tuple, str]                  # (case id, target, device) -> state
+    info: dict
+
+    @property
+    def pass_pct(self) -> float | None:
+        ran = [s for s in self.states.values() if s != "unsupported"]
+        return round(100.0 * sum(s == "pass" for s in ran) / len(ran), 3) if ran else None
+
+
+@dataclass
+class Series:
+    """The runs of one case set, oldest first."""
+
+    digest: str
+    runs: list[RunPoint] = field(default_factory=list)
+
+    def describe(self) -> str:
+        o = (self.runs[-1].info.get("options") or {}) if self.runs else {}
+        ops = o.get("ops")
+        return (f"case set {self.digest[:12]}: seed {o.get('seed')}, {o.get('cases_per_op')} cases per op, "
+                f"ops {', '.join(ops) if ops else 'all'}"
+                + (f", case files {', '.join(map(str, o['case_files']))}" if o.get("case_files") else "")
+                + (f", model {o['model']}" if o.get("model") else ""))
+
+    def keys(self) -> list[tuple]:
+        seen: dict[tuple, None] = {}
+        for r in self.runs:
+            seen.update(dict.fromkeys(r.states))
+        return list(seen)
+
+    def row(self, key: tuple) -> list[str]:
+        return [r.states.get(key, "-") for r in self.runs]
+
+    def new_failures(self) -> list[int]:
+        out, before = [], {}
+        for r in self.runs:
+            out.append(sum(1 for k, s in r.states.items() if s == "fail" and before.get(k) != "fail"))
+            before = r.states
+        return out
+
+    def failing_since(self) -> list[dict[str, Any]]:
+        """The cases failing in the newest run, each with the first run of its streak."""
+        out = []
+        newest = self.runs[-1]
+        for key, s in newest.states.items():
+            if s != "fail":
+                continue
+            i = len(self.runs) - 1
+            while i > 0 and self.runs[i - 1].states.get(key) == "fail":
+                i -= 1
+            out.append({"case": key[0], "target": key[1], "device": key[2], "since": self.runs[i].run_id,
+                        "runs": len(self.runs) - i, "states": self.row(key)})
+        return sorted(out, key=lambda x: (-x["runs"], str(x["case"]), str(x["target"])))
+
+    def flaky(self, last: int = LAST) -> list[dict[str, Any]]:
+        """Cases whose state flipped between passing and failing at least twice in the last ``last`` runs."""
+        out = []
+        window = self.runs[-last:]
+        for key in self.keys():
+            seq = [g for g in (r.states.get(key) for r in window) if g in ("pass", "fail", "known")]
+            good = [g == "pass" for g in seq]
+            flips = sum(1 for a, b in zip(good, good[1:]) if a != b)
+            if flips >= 2:
+                out.append({"case": key[0], "target": key[1], "device": key[2], "flips": flips,
+                            "states": [r.states.get(key, "-") for r in window]})
+        return sorted(out, key=lambda x: (-x["flips"], str(x["case"]), str(x["target"])))
+
+
+def _run_json(folder: Path) -> dict:
+    p = folder / RUN_JSON
+    if not p.is_file():
+        raise QconformError("no run.json", source=str(folder), rule="a run folder holds run.json")
+    if p.stat().st_size > MAX_RUN_JSON:
+        raise QconformError(f"{p.stat().st_size} bytes", source=str(p), rule=f"at most {MAX_RUN_JSON} bytes")
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise QconformError(f"not readable JSON: {e}", source=str(p)) from None
+    if not isinstance(doc, dict):
+        raise QconformError("not a JSON object", source=str(p), rule="run.json (qconform-run/1)")
+    return doc
+
+
+_COLUMNS = ("case_id", "target", "device", "status", "finding", "case_digest")
+MAX_PARQUET = 1 << 30
+
+
+def _parquet_rows(folder: Path) -> list[dict] | None:
+    """The rows' few columns from results.parquet: 30x faster than parsing results.jsonl. None (read
+    results.jsonl) without pyarrow, or when the file is missing, older than results.jsonl (a resumed
+    run appended since), too large, unreadable or without these columns as strings."""
+    p, src = folder / PARQUET, folder / RESULTS
+    try:
+        if (not p.is_file() or p.stat().st_mtime_ns < src.stat().st_mtime_ns
+                or p.stat().st_size > MAX_PARQUET):
+            return None
+        import pyarrow.parquet as pq   # optional (the report extra)
+        have = set(pq.read_schema(p).names)
+        if not {"case_id", "target", "status", "case_digest"} <= have:
+            return None
+        table = pq.read_table(p, columns=[c for c in _COLUMNS if c in have])
+    except Exception:  # noqa: BLE001 (any reason not to trust it: results.jsonl is the record)
+        return None
+    cols = table.to_pydict()
+    if any(not all(v is None or isinstance(v, str) for v in vals) for vals in cols.values()):
+        return None
+    n = table.num_rows
+    return [{c: cols[c][i] if c in cols else None for c in _COLUMNS} for i in range(n)]
+
+
+def read_run(folder: Path) -> tuple[RunPoint, str]:
+    """One run folder: its states and the digest of its case set."""
+    info = _run_json(folder)
+    rows = _parquet_rows(folder)
+    if rows is None:
+        rows = iter_rows(folder / RESULTS)   # one pass: a later row of the same key replaces the earlier
+    states: dict[tuple, str] = {}
+    cases: set[str] = set()
+    for r in rows:
+        key = (r.get("case_id"), r.get("target"), r.get("device"))
+        states[key] = state(r)
+        cases.add(f"{r.get('case_id')}:{r.get('case_digest')}")
+    digest = hashlib.sha256("\n".join(sorted(cases)).encode()).hexdigest()
+    rid = str(info.get("run_id") or folder.name)
+    started = str(info.get("started") or "")
+    return RunPoint(rid, folder, started, (started, (folder / RUN_JSON).stat().st_mtime_ns), states, info), digest
+
+
+def run_folders(report_dir: str | Path) -> list[Path]:
+    """The run folders under ``report_dir`` (its runs/<run id>/ holding results.jsonl; a folder that
+    is itself a runs/ folder is read as such)."""
+    d = Path(report_dir)
+    if not d.is_dir():
+        raise QconformError("not a folder", source=str(d), field="REPORT_DIR",
+                            rule="a report directory (--report-dir): runs/<run id>/ under it")
+    runs = d / "runs" if (d / "runs").is_dir() else d
+    return sorted(p for p in runs.iterdir() if p.is_dir() and not p.is_symlink() and (p / RESULTS).is_file())
+
+
+def history(report_dir: str | Path, skip_unfinished: bool = True,
+            newest: int | None = None) -> tuple[list[Series], list[str]]:
+    """The series of ``report_dir``'s runs (the largest first) and notes (runs left out, and why);
+    ``newest``: only the newest so many run folders (by run id: a start time)."""
+    by: dict[str, Series] = {}
+    notes = []
+    for folder in run_folders(report_dir)[-newest if newest else None:]:
+        try:
+            point, digest = read_run(folder)
+        except QconformError as e:
+            notes.append(f"{folder.name} left out: {e}")
+            continue
+        if skip_unfinished and (point.info.get("interrupted") or not point.info.get("finished")):
+            notes.append(f"{point.run_id} left out: it did not finish")
+            continue
+        if (point.info.get("options") or {}).get("filtered"):
+            notes.append(f"{point.run_id} left out: filtered (-k, --lf, a deselection): part of its cases")
+            continue
+        by.setdefault(digest, Series(digest)).runs.append(point)
+    for s in by.values():
+        s.runs.sort(key=lambda r: r.order)
+    return sorted(by.values(), key=lambda s: (-len(s.runs), s.runs[-1].run_id)), notes
+
+
+def to_text(series: list[Series], notes: list[str], last: int = LAST, show: int = 50) -> str:
+    L = [f"qconform history: {sum(len(s.runs) for s in series)} runs in {len(series)} case set"
+         f"{'' if len(series) == 1 else 's'} (runs of different case sets are kept apart)"]
+    L += [f"note: {n}" for n in notes]
+    for s in series:
+        L += ["", s.describe() + f" ({len(s.runs)} runs)",
+              f"  {'#':>3} {'run':<28} {'results':>8} {'pass %':>7} {'failing':>8} {'new':>5}"]
+        for i, (r, k) in enumerate(zip(s.runs, s.new_failures()), 1):
+            failing = sum(1 for x in r.states.values() if x == "fail")
+            pct = "n/a" if r.pass_pct is None else f"{r.pass_pct:.2f}"
+            L.append(f"  {i:>3} {r.run_id:<28} {len(r.states):>8} {pct:>7} {failing:>8} {k:>5}")
+        since = s.failing_since()
+        L += ["", f"  failing in the newest run ({len(since)}):"]
+        for x in since[:show]:
+            where = f"{x['case']}:{x['target']}" + (f"@{x['device']}" if x["device"] else "")
+            L.append(f"    {where}  failing since {x['since']} ({x['runs']} run{'s' if x['runs'] > 1 else ''}): "
+                     + " ".join(x["states"]))
+        if len(since) > show:
+            L.append(f"    ... {len(since) - show} more (history.csv has every one)")
+        fl = s.flaky(last)
+        L += ["", f"  flaky in the last {min(last, len(s.runs))} runs ({len(fl)}):"]
+        for x in fl[:show]:
+            L.append(f"    {x['case']}:{x['target']}  {x['flips']} flips: " + " ".join(x["states"]))
+    return "\n".join(L) + "\n"
+
+
+def to_csv(s: Series) -> str:
+    """Per (case, target, device) its state run by run (one column per run id)."""
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["case_id", "target", "device", *(r.run_id for r in s.runs)])
+    for key in s.keys():
+        w.writerow([key[0], key[1], key[2] or "", *s.row(key)])
+    return out.getvalue()
+
+
+def as_dict(series: list[Series], notes: list[str], last: int = LAST) -> dict[str, Any]:
+    return {"format": "qconform-history/1", "notes": notes, "series": [{
+        "case_set": s.digest, "describe": s.describe(),
+        "runs": [{"run_id": r.run_id, "folder": str(r.folder), "started": r.started, "results": len(r.states),
+                  "pass_pct": r.pass_pct, "new_failures": k} for r, k in zip(s.runs, s.new_failures())],
+        "failing_since": s.failing_since(), "flaky": s.flaky(last)} for s in series]}
+
+
+def svg(s: Series) -> bytes:
+    return trend_svg([r.run_id for r in s.runs], s.new_failures(), [r.pass_pct for r in s.runs])
+
+
+def html_section(run_folder: str | Path, last: int = LAST) -> str | None:
+    """index.html's History section of the run in ``run_folder``: its series under the same report
+    directory (<dir>/runs/<run id>), when earlier runs are there; None otherwise."""
+    folder = Path(run_folder).resolve()
+    if folder.parent.name != "runs":
+        return None
+    try:
+        point, digest = read_run(folder)
+        series, _ = history(folder.parent.parent, newest=3 * last)
+    except QconformError:
+        return None
+    s = next((x for x in series if x.digest == digest), None)
+    if s is None or len(s.runs) < 2:
+        return None
+    s.runs = [r for r in s.runs if r.order <= point.order]
+    e = _html.escape
+    out = ['<h2 id="history-section">History</h2>',
+           f"<p>{len(s.runs)} runs of this case set under {e(str(folder.parent.parent))} (oldest first; "
+           f"<code>qconform history {e(str(folder.parent.parent))}</code> shows every one).</p>",
+           f'<img id="history-trend" alt="trend" src="data:image/svg+xml;base64,{base64.b64encode(svg(s)).decode()}"/>']
+    since = s.failing_since()
+    if since:
+        out.append('<table class="full" id="failing-since"><thead><tr><th>case</th><th>target</th><th>failing since'
+                   "</th><th>runs</th><th>states, oldest first</th></tr></thead><tbody>" + "".join(
+                       f"<tr><td>{e(str(x['case']))}</td><td>{e(str(x['target']))}</td><td>{e(x['since'])}</td>"
+                       f"<td>{x['runs']}</td><td>{e(' '.join(x['states'][-last:]))}</td></tr>" for x in since[:200])
+                   + "</tbody></table>")
+    else:
+        out.append('<p id="failing-since-none">No case fails in this run.</p>')
+    fl = s.flaky(last)
+    out.append(f'<p id="flaky">Flaky in the last {min(last, len(s.runs))} runs: '
+               + (", ".join(e(f"{x['case']}:{x['target']} ({x['flips']} flips)") for x in fl[:50]) or "none") + "</p>")
+    return "".join(out)

@@ -1,0 +1,63 @@
+"""The suite beside the pytest plugins CI environments hold (issue #22): pytest-timeout,
+pytest-rerunfailures, pytest-randomly, pytest-html, allure-pytest, pytest-json-report and
+pytest-cov (the dev extra), all loaded and switched on, give the verdicts of a plain run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from reports.results import iter_last_rows
+from tests.conftest import ROOT, rows_written, run_folder
+
+#: (plugin name for -p, module) of each plugin (pytest-html needs pytest-metadata's)
+PLUGINS = (("timeout", "pytest_timeout"), ("rerunfailures", "pytest_rerunfailures"), ("randomly", "pytest_randomly"),
+           ("metadata", "pytest_metadata"), ("html", "pytest_html"), ("allure_pytest", "allure_pytest"), ("pytest_jsonreport", "pytest_jsonreport"),
+           ("pytest_cov", "pytest_cov"))
+SLICE = ("--target=ref,tests.spine_targets:OffByOne,tests.bias_targets:HalfUp", "--ops", "ADD",
+         "--cases-per-op", "15")
+
+
+def _run(tmp, name: str, *extra: str) -> tuple[subprocess.CompletedProcess, dict, dict]:
+    """A suite run with only the plugins given (-p): (process, status of each (case, target),
+    outcome of each JUnit testcase)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    xml = tmp / f"{name}.xml"
+    cmd = [sys.executable, "-m", "pytest", "-p", "qconform", "-p", "no:cacheprovider", "-q", *SLICE,
+           f"--report-dir={tmp / name}", f"--junitxml={xml}", *extra]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    rows = {(r["case_id"], r["target"]): r["status"] for r in iter_last_rows(run_folder(tmp / name))}
+    tests = {}
+    for c in ET.parse(xml).getroot().iter("testcase"):
+        kind = next((x.tag for x in c if x.tag in ("failure", "error", "skipped")), "passed")
+        tests[f"{c.get('classname')}::{c.get('name')}"] = kind
+    return proc, rows, tests
+
+
+def test_the_popular_plugins_switched_on_give_the_verdicts_of_a_plain_run(tmp_path):
+    for _, module in PLUGINS:
+        pytest.importorskip(module)
+    plain, rows, tests = _run(tmp_path, "plain")
+    assert plain.returncode == 1, plain.stdout[-3000:] + plain.stderr[-3000:]
+    flags = [a for name, _ in PLUGINS for a in ("-p", name)]
+    on = ("--timeout=300", "--reruns=1", "--randomly-seed=12345", f"--html={tmp_path / 'r.html'}",
+          f"--alluredir={tmp_path / 'allure'}", "--json-report", f"--json-report-file={tmp_path / 'r.json'}",
+          "--cov=suite.commands", "--cov-report=")
+    both, rows2, tests2 = _run(tmp_path, "plugins", *flags, *on)
+    assert both.returncode == 1, both.stdout[-3000:] + both.stderr[-3000:]
+    assert rows2 == rows and tests2 == tests
+    assert {t for t, k in tests.items() if k == "failure" and t.endswith("test_group")} == {
+        "suite.test_conformance.ADD:half-up::test_group"}
+    assert any(k == "failure" and "off-by-one" in t for t, k in tests.items())
+    # each plugin did its part
+    assert (tmp_path / "r.html").exists() and any((tmp_path / "allure").iterdir())
+    assert json.loads((tmp_path / "r.json").read_text())["exitcode"] == 1
+    assert "RERUN" in both.stdout or "rerun" in both.stdout
+    order = [(r["case_id"], r["target"]) for r in rows_written(run_folder(tmp_path / "plain"))]
+    assert [(r["case_id"], r["target"]) for r in rows_written(run_folder(tmp_path / "plugins"))] != order  # shuffled

@@ -1,0 +1,85 @@
+"""`qconform history` and what a report says of earlier runs (issue #22): three runs of one
+configuration in one report folder, good, bad, bad (a kernel that broke between the first and the
+second): the bad cases are "failing since" the second run, and the third run's index.html (with the
+second as its --baseline) shows them as still failing, not new."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import reports.latency  # noqa: F401  (scipy and numpy.fft loaded before pytester's in-process runs drop modules)
+from reports.history import history
+from reports.results import read_rows
+from suite.cli import main
+from tests.helper_targets import flipped
+from tests.inprocess import run_inprocess
+
+pytest_plugins = "pytester"
+
+ARGS = ("--target=tests.helper_targets:WrongTarget", "--ops", "ADD,MUL", "--cases-per-op", "4")
+
+
+def test_failing_since_the_second_run_still_failing_not_new(pytester, tmp_path, capsys, monkeypatch):
+    rd = tmp_path / "nightly"
+
+    def run(every, *extra):   # (the helper target reads QCONFORM_FLIP_EVERY: 0 never damages a case)
+        monkeypatch.setenv("QCONFORM_FLIP_EVERY", str(every))
+        return run_inprocess(pytester, *ARGS, *extra, report_dir=rd)
+    good, f1 = run(0)
+    assert good.returncode == 0, good.stdout[-2000:]
+    bad, f2 = run(2)
+    assert bad.returncode == 1, bad.stdout[-2000:]
+    bad2, f3 = run(2, f"--baseline={f2}")
+    assert bad2.returncode == 1 and len({f1, f2, f3}) == 3
+    other, _ = run(0, "--seed", "3")   # another case set: a series of its own
+    assert other.returncode == 0
+    broken = sorted(r["case_id"] for r in read_rows(f3) if r["status"] == "fail")
+    assert broken and all(flipped(c, 2) for c in broken)
+    assert broken == sorted(r["case_id"] for r in read_rows(f2) if r["status"] == "fail")
+    ids = [json.loads((f / "run.json").read_text())["run_id"] for f in (f1, f2, f3)]
+
+    capsys.readouterr()
+    assert main(["history", str(rd), "-o", str(tmp_path / "h")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("qconform history: 4 runs in 2 case sets")
+    for cid in broken:
+        assert re.search(rf"^    {re.escape(cid)}:wrong  failing since {ids[1]} \(2 runs\): pass fail fail$", out, re.M), out
+    assert "flaky in the last 3 runs (0):" in out
+    doc = json.loads((tmp_path / "h" / "history.json").read_text())
+    first = doc["series"][0]
+    assert [r["run_id"] for r in first["runs"]] == ids and [r["new_failures"] for r in first["runs"]] == [0, len(broken), 0]
+    assert (tmp_path / "h" / "history-1.svg").read_bytes().startswith(b"<?xml")
+    assert (tmp_path / "h" / "history-1.csv").read_text().splitlines()[0] == "case_id,target,device," + ",".join(ids)
+
+    page = (f3 / "index.html").read_text()
+    since = page.split('id="since-section"')[1].split('id="new-section"')[0]
+    assert "0 new failures" in since and f"{len(broken)} still failing" in since
+    still = since.split('id="since-still"')[1]
+    assert all(cid in still for cid in broken)
+    assert 'id="since-new"' not in since or not any(cid in since.split('id="since-new"')[1].split('id="since-still"')[0]
+                                                   for cid in broken)
+    hist = page.split('id="history-section"')[1]
+    assert all(f"<td>{cid}</td><td>wrong</td><td>{ids[1]}</td><td>2</td>" in hist for cid in broken)
+    # the first run has no history before it; a run without --baseline says there is none
+    assert 'id="history-section"' not in (f1 / "index.html").read_text()
+    assert "No baseline given" in (f2 / "summary.md").read_text()
+
+
+def test_flaky_and_case_sets_apart(tmp_path):
+    """States written directly: a case that flips pass/fail/pass is flaky; a run of other cases is apart."""
+    from tests.test_diff import _row, _write
+    seq = ["pass", "fail", "pass", "fail"]
+    for i, st in enumerate(seq):
+        d = _write(tmp_path / "runs" / f"r{i}", [_row("ADD-x-000", st), _row("ADD-x-001", "fail" if i >= 2 else "pass")])
+        doc = json.loads((d / "run.json").read_text())
+        (d / "run.json").write_text(json.dumps({**doc, "started": f"2026-01-0{i + 1}T00:00:00"}))
+    _write(tmp_path / "runs" / "z", [_row("MUL-x-000")])
+    series, notes = history(tmp_path)
+    assert [len(s.runs) for s in series] == [4, 1] and notes == []
+    s = series[0]
+    assert [x["case"] for x in s.flaky()] == ["ADD-x-000"] and s.flaky()[0]["flips"] == 3
+    assert [(x["case"], x["since"], x["runs"]) for x in s.failing_since()] == [("ADD-x-001", "r2", 2), ("ADD-x-000", "r3", 1)]
+    assert s.new_failures() == [0, 1, 1, 1]

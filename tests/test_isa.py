@@ -1,0 +1,168 @@
+"""The ISA the runtimes dispatch on (issue #24): the host's and each device's ISA flags, the
+``qemu-x86:`` device (this host's runtimes under QEMU user mode as another x86-64 CPU), the
+ort-avx2-u8s8 scheme (MLAS's int16 pair saturation without VNNI) and findings with an ISA condition.
+
+The tests that run QEMU need qemu-x86_64 (scripts/setup-arm64.sh keeps trixie's beside the ARM64
+board) and skip, saying so, where it is not."""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reference import golden
+from reports.runinfo import machines
+from suite.cases.hunt.params import case_params
+from suite.core.case import Case, Tensor, load_case
+from suite.core.errors import QconformError
+from suite.core.findings import Finding, match
+from targets import device_runner
+from targets.transport import make_transport, parse_device
+from targets.transport.base import ARM64_BOARD
+from tests.conftest import ROOT, rows_written
+
+X86 = platform.machine().lower() in ("x86_64", "amd64")
+QEMU_X86 = next((p for p in (str(Path(ARM64_BOARD) / "qemu-x86_64-static"), shutil.which("qemu-x86_64-static"),
+                             shutil.which("qemu-x86_64")) if p and Path(p).is_file()), None)
+needs_qemu_x86 = pytest.mark.skipif(
+    not X86 or QEMU_X86 is None,
+    reason="needs an x86-64 host and qemu-x86_64: `bash scripts/setup-arm64.sh` keeps Debian trixie's (QEMU 10) "
+           "beside the ARM64 board" if X86 else "qemu-x86: an x86-64 host runs its own programs as another x86 CPU")
+
+
+# ----------------------------------------------------------------------------- ISA facts
+
+def test_host_isa_is_the_listed_flags_the_cpu_reports():
+    isa = device_runner.isa_flags()
+    assert isa == sorted(isa) and set(isa) <= set(device_runner.X86_ISA) | set(device_runner.ARM_ISA)
+    if X86:   # CPUID agrees with the kernel's view of this (unemulated) CPU
+        flags = next(ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags"))
+        assert isa == sorted(set(flags.split(":", 1)[1].split()) & set(device_runner.X86_ISA))
+        assert "sse4_1" in isa   # (every x86-64 CPU the runtimes' wheels support)
+
+
+def test_probe_and_run_json_carry_the_isa():
+    assert device_runner.device_facts()["isa"] == device_runner.isa_flags()
+    doc = {"host": {"hostname": "h", "cpu_model": "CPU", "cpu_count": 2, "machine": "x86_64", "isa": ["avx2", "fma"]},
+           "targets": {"ort": {"devices": {"qemu-x86:Nehalem": {"soc": "x86-64 Nehalem", "isa": ["sse4_1"]}}}},
+           "devices_isa": {"local": ["avx2"], "qemu-x86:Nehalem": ["sse4_1"]}}
+    assert machines(doc) == ["host h: CPU x 2 (x86_64), ISA avx2 fma", "device local: ISA avx2",
+                             "device qemu-x86:Nehalem: x86-64 Nehalem, ISA sse4_1"]
+
+
+# ----------------------------------------------------------------------------- the device string
+
+def test_qemu_x86_device_string(tmp_path):
+    q = tmp_path / "qemu-x86_64"
+    q.write_text("")
+    spec = parse_device(f"qemu-x86:?cpu=Nehalem&qemu={q}")
+    assert spec.kind == "qemu-x86" and spec.get("cpu") == "Nehalem" and spec.label == "qemu-x86:Nehalem"
+    assert parse_device(f"qemu-x86:?qemu={q}").get("cpu") == "Haswell"
+    assert make_transport(spec).facts()["emulated"] == "yes"
+    with pytest.raises(QconformError, match="names an address"):
+        parse_device(f"qemu-x86:/some/rootfs?qemu={q}")
+    with pytest.raises(QconformError, match="site_packages"):
+        parse_device(f"qemu-x86:?qemu={q}&site_packages={tmp_path}")
+
+
+# ----------------------------------------------------------------------------- the golden
+
+def _fc(x, zx, w, wdtype="int8", xdtype="uint8") -> Case:
+    x, w = np.asarray(x), np.asarray(w)
+    return Case(op="FULLY_CONNECTED", attrs={}, id="fc", spec="qnn", inputs=[
+        Tensor(xdtype, x.shape, x, [1.0], [zx]), Tensor(wdtype, w.shape, w, [1.0], [0])],
+        outputs=[Tensor("uint8", (x.shape[0], w.shape[0]), None, [256.0], [128])])
+
+
+def test_ort_avx2_u8s8_saturates_each_pair_to_int16():
+    """Pairs (0, 1), (2, 3), (4, zero): 255*127*2 = 64770 -> 32767; -32640 and 70 as they are. With
+    z_in = 5 (sum w = 138): 32767 - 32640 + 70 - 690 = -493 -> round(-1.93) = -2, + 128 = 126; the exact
+    32200 - 690 = 31510 -> round(123.09) + 128 = 251."""
+    case = _fc([[255, 255, 255, 0, 10]], 5, [[127, 127, -128, 5, 7]])
+    assert int(golden(case, "ort-avx2-u8s8")[0][0, 0]) == 126
+    assert int(golden(case, "ort-fp32-rne")[0][0, 0]) == 251
+    # not uint8 x int8: the sums are exact (vpmaddubsw is not on that path)
+    s8 = _fc([[127, 127, 127, 0, 10]], 5, [[127, 127, -128, 5, 7]], xdtype="int8")
+    assert np.array_equal(golden(s8, "ort-avx2-u8s8")[0], golden(s8, "ort-fp32-rne")[0])
+
+
+def test_conv_and_batch_matmul_pairs_run_along_the_reduced_axis():
+    """CONV_2D pairs im2col's (ky, kx, c) with c fastest; BATCH_MATMUL pairs along K."""
+    x = np.array([255, 255, 255, 255], np.uint8).reshape(1, 1, 2, 2)       # 1x1x2x2 NHWC
+    w = np.array([127, 127, 127, 127], np.int8).reshape(1, 1, 2, 2)        # OHWI, a 1x2 kernel
+    conv = Case(op="CONV_2D", attrs={"padding": "VALID", "stride_w": 1, "stride_h": 1, "dilation_w_factor": 1,
+                                     "dilation_h_factor": 1, "fused_activation_function": "NONE"}, id="c", spec="qnn",
+                inputs=[Tensor("uint8", (1, 1, 2, 2), x, [1.0], [0]), Tensor("int8", (1, 1, 2, 2), w, [1.0], [0])],
+                outputs=[Tensor("uint8", (1, 1, 1, 1), None, [1024.0], [0])])
+    # two pairs of 64770 -> 2 x 32767 = 65534 -> 63.998 -> 64 where the exact 129540 gives 126.504 -> 127
+    assert int(golden(conv, "ort-avx2-u8s8")[0].ravel()[0]) == 64
+    assert int(golden(conv, "ort-fp32-rne")[0].ravel()[0]) == 127
+    a = np.array([255, 255, 255], np.uint8).reshape(1, 1, 3)
+    b = np.array([127, 127, 127], np.int8).reshape(1, 3, 1)
+    bmm = Case(op="BATCH_MATMUL", attrs={}, id="b", spec="qnn",
+               inputs=[Tensor("uint8", (1, 1, 3), a, [1.0], [0]), Tensor("int8", (1, 3, 1), b, [1.0], [0])],
+               outputs=[Tensor("uint8", (1, 1, 1), None, [512.0], [0])])
+    # 32767 + 32385 = 65152 -> 127.25 -> 127; exact 97155 -> 189.76 -> 190 -> 255 clamped
+    assert int(golden(bmm, "ort-avx2-u8s8")[0].ravel()[0]) == 127
+    assert int(golden(bmm, "ort-fp32-rne")[0].ravel()[0]) == 190
+
+
+# ----------------------------------------------------------------------------- findings
+
+def test_a_finding_with_an_isa_condition_needs_the_isa_known_and_holding():
+    f = Finding(id="x", op=("FULLY_CONNECTED",), target=("ort",), reason="r", isa_has=("avx2",),
+                isa_lacks=("avx512_vnni", "avx_vnni"))
+    assert f.matches("FULLY_CONNECTED", "ort", "qnn_u8", isa=frozenset({"avx2", "fma", "sse4_1"}))
+    assert not f.matches("FULLY_CONNECTED", "ort", "qnn_u8", isa=frozenset({"avx2", "avx512_vnni"}))
+    assert not f.matches("FULLY_CONNECTED", "ort", "qnn_u8", isa=frozenset({"sse4_1"}))
+    assert not f.matches("FULLY_CONNECTED", "ort", "qnn_u8", isa=None)   # a device that did not say: new
+    assert match("FULLY_CONNECTED", "ort", "qnn_u8", isa=frozenset({"avx2"})).id == "ort-avx2-u8s8-int16-pairs"
+    assert match("FULLY_CONNECTED", "ort", "qnn_u8", isa=frozenset({"avx2", "avx_vnni"})) is None
+
+
+def test_the_htp_cases_fall_in_their_findings_regions(tmp_path):
+    dw = case_params(load_case(ROOT / "tests" / "data" / "htp-dw-clip-one-end.json"))
+    assert dw["act"] == "RELU_N1_TO_1" and dw["act_inside"] is False    # bounds -136 -> -128 and 64
+    bmm = case_params(load_case(ROOT / "tests" / "data" / "htp-bmm-rank5-batch.json"))
+    assert bmm["rank"] == 5 and bmm["batch_last2_gt1"] is True
+    inside = json.loads((ROOT / "tests" / "data" / "htp-dw-clip-one-end.json").read_text())
+    inside["outputs"][0]["zero_point"] = [0]                            # bounds -100 and 100: applied
+    (tmp_path / "inside.json").write_text(json.dumps(inside))
+    assert case_params(load_case(tmp_path / "inside.json"))["act_inside"] is True
+
+
+# ----------------------------------------------------------------------------- under QEMU
+
+@needs_qemu_x86
+def test_the_emulated_cpu_s_isa_is_cpuid_s_not_the_host_s():
+    """Under qemu-x86_64 /proc/cpuinfo is this host's; the device runner reads CPUID, which QEMU emulates
+    (Haswell's: the smoke below)."""
+    t = make_transport(parse_device(f"qemu-x86:?cpu=Nehalem&qemu={QEMU_X86}"))
+    res = t.run([t.python, str(Path(device_runner.__file__)), "--probe"], timeout=120)
+    assert res.rc == 0, res.tail()
+    facts = json.loads(res.stdout.strip().splitlines()[-1])
+    assert facts["isa"] == ["sse4_1"], facts
+
+
+@needs_qemu_x86
+def test_cross_device_smoke_local_and_haswell(run_suite):
+    """ort's FULLY_CONNECTED-qnn_u8-000 on this host and as on Haswell (AVX2, no VNNI): the Haswell rows
+    are the finding with its ISA condition, and the table compares the two devices (they differ where this
+    host has VNNI)."""
+    proc, rd = run_suite("--target=ort", "--device=local", f"--device=qemu-x86:?cpu=Haswell&qemu={QEMU_X86}",
+                         "--ops", "FULLY_CONNECTED", "-k", "qnn_u8-000", timeout=400)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    rows = {r["device"]: r for r in rows_written(rd)}
+    hw = rows["qemu-x86:Haswell"]
+    assert hw["device_isa"] == "avx2 fma sse4_1" and hw["device_emulated"] == "yes"
+    assert hw["status"] == "fail" and hw["finding"] == "ort-avx2-u8s8-int16-pairs", hw
+    assert "cross-device: 1 (op, target)s compared between local, qemu-x86:Haswell" in proc.stdout
+    md = (rd / "summary.md").read_text()
+    assert "| FULLY_CONNECTED | ort | local, qemu-x86:Haswell | 1 |" in md and "device qemu-x86:Haswell: " in md
+    if "avx512_vnni" in device_runner.isa_flags():
+        assert rows["local"]["status"] == "pass" and "| FULLY_CONNECTED | ort | local, qemu-x86:Haswell | 1 | 1 |" in md
