@@ -514,7 +514,7 @@ class QconformSession:
                 if self.interrupted:
                     session.exitstatus = pytest.ExitCode.INTERRUPTED
                 doc = self._doc = self._write_run_info(finished=now(), exit_status=int(session.exitstatus),
-                                           interrupted=self.interrupted, planned=self.planned)
+                                                           interrupted=self.interrupted, planned=self.planned)
                 self.report = write_reports(self.folder.path, policy=self.policy,
                                             parquet_in_child=True,
                                             waivers=self.run.waivers if self.run else None,

@@ -51,6 +51,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "off": ("fail", "LSB"),                 # a numeric mismatch: fail, not error
     "unsupported": ("unsupported", "cannot do this one"),
     "pipe": ("error", "unreadable reply"),  # garbage written into the worker's pipe to the suite
+    "pipe_frame": ("error", "unreadable reply"),   # the same, framed: a length, then bytes that are no pickle
     "badtext": ("error", "kernel said"),    # an error text with undecodable and control characters
 }
 
@@ -109,6 +110,8 @@ def misbehave(kind: str, case):
         raise RuntimeError(b"kernel said \xff\xfe \x1b[31mred\x00 | *bold* <b>x</b>".decode("utf-8", "surrogateescape"))
     elif kind == "pipe":
         _write_protocol_pipes(b"garbage!" * 4)
+    elif kind == "pipe_frame":
+        _write_protocol_pipes(len(b"garbage!").to_bytes(8, "little") + b"garbage!")
     elif kind == "unsupported":
         raise Unsupported("this kernel cannot do this one")
     outs = _golden(case)
