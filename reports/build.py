@@ -42,14 +42,15 @@ from reports.results import (
     write_atomic,
     write_json,
 )
-from reports.runinfo import RUN_JSON, missing_rows, read_run_info, with_results, write_run_info
+from reports.runinfo import RUN_JSON, TOLERANCE_COPY, missing_rows, read_run_info, with_results, write_run_info
 from reports.since import headline as since_headline
 from reports.since import html_section as since_html
 from reports.since import markdown_section as since_markdown
 from reports.summary import SUMMARY_CSV, SUMMARY_MD, Summary, markdown_file, to_csv
 from suite.core.findings import brief, why
+from suite.core.errors import QconformError
 from suite.core.text import clean_tree
-from suite.core.tolerance import load_policy
+from suite.core.tolerance import DEFAULT_FILE, load_policy
 from suite.core.verdict import Status
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,10 +97,19 @@ def _error(what: str, e: BaseException) -> str:
     return f"{what}: {type(e).__name__}: {e}"
 
 
-def _policy(info: dict | None):
-    """The tolerance policy of the run's tolerance file (run.json), else the suite's."""
+def _policy(run_dir, info: dict | None):
+    """The tolerance policy the run judged with: its folder's byte copy (tolerance.toml), else the
+    suite's when the run used the suite's. run.json is data: a path in it is never opened."""
+    copy = Path(run_dir) / TOLERANCE_COPY
+    if copy.exists() or copy.is_symlink():
+        return load_policy(copy)
     options = (info or {}).get("options") or {}
-    return load_policy(options.get("tolerance_file") or (options.get("tolerance") or {}).get("file"))
+    named = options.get("tolerance_file") or (options.get("tolerance") or {}).get("file")
+    if named and str(named) != str(DEFAULT_FILE):
+        raise QconformError(f"names the tolerance file {str(named)[:200]} and the run folder holds no copy of it "
+                            f"({TOLERANCE_COPY}); a path in run.json is not opened", source=str(Path(run_dir) / "run.json"),
+                            field="options.tolerance_file", rule="a run folder carries its tolerance policy")
+    return load_policy(None)
 
 
 def _versions(info: dict | None) -> dict[str, dict[str, str]]:
@@ -122,7 +132,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
 
     ``policy``: the suite.core.tolerance.Policy the certificate quotes (default: the run's
     tolerance file, else the suite's); ``waivers``: the run's suite.core.waivers.Waivers.
-    ``certify_cases``: the run's cases as [[id, sha256], ...] in generation order, ``certify_key``: a
+    ``certify_cases``: the run's cases as [[id, sha256], ...], ``certify_key``: a
     key file to sign the certificate with (reports/certify.py). ``parquet_in_child``: results.parquet is written by ``python -m reports.parquet`` in a process
     of its own, alongside (see reports/parquet.py). ``baseline``: a run folder; the report opens with
     what is new since it (reports/since.py). Never raises for an artefact: see :attr:`Report.errors`.
@@ -141,7 +151,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
 
     # what each artefact keeps of the rows, fed one row at a time in pass 2
     try:
-        judged = policy or _policy(info)
+        judged = policy or _policy(d, info)
     except Exception as e:  # noqa: BLE001 (no group verdicts: one error line, the artefacts all the same)
         judged = None
         report.errors.append(_error("group verdicts (bias, declared schemes)", e))
@@ -159,7 +169,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         failed["parquet"] = e
     try:
         if certify:
-            certifier = Certifier(judged or _policy(info), _versions(info), waivers, certify_cases)
+            certifier = Certifier(judged or _policy(d, info), _versions(info), waivers, certify_cases)
             feeds["certificate"] = certifier.add
     except Exception as e:  # noqa: BLE001
         failed["certificate"] = e
@@ -215,7 +225,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         attempt(CERT_MD, ("certificate",), lambda: write_atomic(d / CERT_MD, certificate_markdown(cert)))
         attempt(CERT_JSON, ("certificate",), lambda: write_json(d / CERT_JSON, cert))
     elif (d / CERT_JSON).exists():   # a certified run's page, rebuilt
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, QconformError):
             cert = read_certificate(d)
     if not offsets:
         return report

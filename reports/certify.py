@@ -24,7 +24,7 @@ one loses only on ties (:data:`TIE_SCHEME_RULE`): a kernel that breaks ties its 
 
 The certificate stands on its own (``qconform-certificate/2``): suite version and commit, UTC
 time, the run's host facts (run.json's ``host``, whole), every target's versions and devices,
-the golden scheme, the full sha256 of every case in generation order and one over them, of the
+the golden scheme, the full sha256 of every case (sorted by case id) and one over them, of the
 tolerance file, of the spec tables and of the findings and waiver files; per op the best scheme,
 the bias (mean, above / below, sign test p) and the spec clauses covered with case counts. It is
 signed (HMAC-SHA256 over its canonical JSON) with the per-user key of suite/core/keyed.py or a
@@ -49,10 +49,11 @@ from suite.core.spec import SPEC_DIR
 from suite.core.tolerance import DEFAULT_FILE as DEFAULT_TOLERANCE
 from suite.core.text import md_cell, md_code
 from suite.core.tolerance import sign_test_p
+from suite.core.errors import QconformError
+from suite.core.userfile import read_text
 from suite.core.verdict import ERRORS, Status
 
 FORMAT = "qconform-certificate/2"
-MAX_CERT_BYTES = 64 << 20    # a bigger file is not one of ours: not read
 #: the certificate's own rule on declared schemes, beside the run's (reports.causes.judge_group,
 #: a gap of SCHEME_GAP_MIN elements whatever the causes)
 TIE_SCHEME_GAP_MIN = 1
@@ -243,7 +244,7 @@ def case_list_digest(cases: list[list[str]]) -> str:
 class Certifier:
     """The certificate of a run's rows (see the module docstring), taken a row at a time.
     ``versions``: {target: {component: version}} (run.json's targets' versions); ``cases``: the
-    run's cases as [[case id, full sha256], ...] in generation order (the plugin's)."""
+    run's cases as [[case id, full sha256], ...] (the plugin's; a merged run's: its shards')."""
 
     def __init__(self, policy, versions: dict[str, dict[str, str]], waivers=None,
                  cases: list[list[str]] | None = None):
@@ -275,13 +276,13 @@ class Certifier:
 
     def _case_set(self, options: dict) -> dict:
         short = {ln.rsplit(":", 1)[0]: ln.rsplit(":", 1)[1] for ln in self.lines}
-        cases = [[i, d] for i, d in (self.cases or []) if i in short]
+        cases = sorted([i, d] for i, d in {i: d for i, d in (self.cases or []) if i in short}.items())
         wrong = sorted(i for i, d in cases if short[i] != d[:len(short[i])])
         listed = {i for i, _ in cases}
         return {"cases": len(self.case_ids), "seed": options.get("seed"), "cases_per_op": options.get("cases_per_op"),
                 "ops": options.get("ops"), "case_files": list(options.get("case_files") or []),
                 "filtered": bool(options.get("filtered")),
-                "order": "generation order (suite.cases.generate), [case id, sha256 of the case]",
+                "order": "sorted by case id: [case id, sha256 of the case]",
                 "sha256": case_list_digest(cases), "list": cases,
                 # rows whose case the run's list lacks, or whose digest differs from it: never hidden
                 "unlisted": sorted(str(i) for i in self.case_ids if i not in listed), "digest_mismatch": wrong,
@@ -439,7 +440,7 @@ def to_markdown(cert: dict[str, Any]) -> str:
     L.append(f"**Case set**: {cs.get('cases')} cases, seed {cs.get('seed')}, {cs.get('cases_per_op')} per op, ops "
              f"{cs.get('ops') or 'all'}{', FILTERED (a subset)' if cs.get('filtered') else ''}"
              f"{', case files ' + str(cs.get('case_files')) if cs.get('case_files') else ''}; sha256 over the "
-             f"{len(cs.get('list') or [])} case digests in generation order `{cs.get('sha256')}` "
+             f"{len(cs.get('list') or [])} case digests, sorted by case id, `{cs.get('sha256')}` "
              f"(every case's sha256 in certificate.json).")
     if cs.get("unlisted") or cs.get("digest_mismatch"):
         L.append(f"**CASES NOT IN THE RUN'S LIST**: {cs.get('unlisted')}; digest differs: {cs.get('digest_mismatch')}")
@@ -503,12 +504,16 @@ def to_markdown(cert: dict[str, Any]) -> str:
 
 
 def read_certificate(path: str | Path) -> dict[str, Any]:
-    """A certificate's JSON (a run folder: its certificate.json): a bounded read of a regular file,
-    parsed as data. OSError or ValueError when it cannot be read or is not a certificate object."""
+    """A certificate's JSON (a run folder: its certificate.json): a bounded read of a regular file
+    (suite/core/userfile.py), parsed as data; one QconformError naming the file otherwise."""
     p = Path(path)
     if p.is_dir():
         p = p / CERT_JSON
-    doc = json.loads(keyed.read_regular(p, MAX_CERT_BYTES).decode("utf-8"))
+    text = read_text(p, "certificate", "--verify", kind="run")
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise QconformError(f"certificate is not JSON: {str(e)[:200]}", source=str(p), rule="JSON") from None
     if not isinstance(doc, dict):
-        raise ValueError(f"{p}: not a JSON object")
+        raise QconformError("certificate is not a JSON object", source=str(p), rule="a JSON object")
     return doc

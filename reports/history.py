@@ -33,6 +33,7 @@ from reports.parquet import PARQUET
 from reports.results import RESULTS, iter_rows
 from reports.runinfo import RUN_JSON
 from suite.core.errors import QconformError
+from suite.core.userfile import read_bytes
 from suite.core.verdict import ERRORS, Status
 
 _BAD = frozenset({Status.FAIL.value} | {s.value for s in ERRORS})
@@ -125,11 +126,9 @@ def _run_json(folder: Path) -> dict:
     p = folder / RUN_JSON
     if not p.is_file():
         raise QconformError("no run.json", source=str(folder), rule="a run folder holds run.json")
-    if p.stat().st_size > MAX_RUN_JSON:
-        raise QconformError(f"{p.stat().st_size} bytes", source=str(p), rule=f"at most {MAX_RUN_JSON} bytes")
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+        doc = json.loads(read_bytes(p, RUN_JSON, limit=MAX_RUN_JSON))
+    except ValueError as e:
         raise QconformError(f"not readable JSON: {e}", source=str(p)) from None
     if not isinstance(doc, dict):
         raise QconformError("not a JSON object", source=str(p), rule="run.json (qconform-run/1)")

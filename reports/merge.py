@@ -15,33 +15,26 @@ shard was complete: an interrupted or unfinished shard makes it ``interrupted``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import stat
 from pathlib import Path
 
 from reports.build import Report, write_reports
+from reports.certify import read_certificate
 from reports.results import RESULTS, ResultWriter, scan
-from reports.runinfo import RUN_JSON
+from reports.runinfo import RUN_JSON, TOLERANCE_COPY
 from suite.core.errors import QconformError
+from suite.core.userfile import read_bytes
 
 MAX_RUN_JSON = 8 << 20        # bytes of a shard's run.json
 MAX_FAILURE_FILE = 64 << 20   # bytes of a failure file copied over
-TOLERANCE_COPY = "tolerance.toml"
 #: run.json options that make the case set and its judging: equal in every shard
 SAME = ("seed", "ops", "cases_per_op", "case_files", "model", "scheme", "tolerance_digest")
 
 
 def _regular(p: Path, limit: int, what: str) -> bytes:
-    try:
-        st = os.stat(p)
-    except OSError as e:
-        raise QconformError(f"cannot read it: {e.strerror or e}", source=str(p), field=what) from None
-    if not stat.S_ISREG(st.st_mode):
-        raise QconformError("is not a regular file", source=str(p), field=what)
-    if st.st_size > limit:
-        raise QconformError(f"is {st.st_size:,} bytes (at most {limit:,})", source=str(p), field=what)
-    return p.read_bytes()
+    return read_bytes(p, p.name, what, limit=limit)
 
 
 def read_shard(d: str | Path) -> tuple[Path, dict]:
@@ -143,7 +136,9 @@ def merge(dirs: list[str | Path], out: str | Path, run_id: str) -> tuple[Report,
     options.update(report_dir=str(dest), tolerance_copy=str(dest / TOLERANCE_COPY),
                    certify=any(i["options"].get("certify") for _, i in shards),
                    shards=first["options"]["shard"]["count"])
-    doc = {**{k: v for k, v in first.items() if k not in ("counts", "cost")}, "run_id": run_id,
+    planned = [i.get("planned") for _, i in shards]   # (a shard run under xdist has none: then nor has the merge)
+    doc = {**{k: v for k, v in first.items() if k not in ("counts", "cost", "planned")}, "run_id": run_id,
+           "planned": sum(planned) if all(type(n) is int for n in planned) else None,
            "started": started, "finished": finished if complete else None, "options": options,
            "exit_status": _exit_status([i.get("exit_status") for _, i in shards]) if complete else None,
            "interrupted": not complete, "command": ["qconform", "merge", *map(str, dirs), "-o", str(dest)],
@@ -154,8 +149,19 @@ def merge(dirs: list[str | Path], out: str | Path, run_id: str) -> tuple[Report,
                        "groups": i["options"]["shard"].get("groups"),
                        "devices": {t: v.get("devices") for t, v in (i.get("targets") or {}).items() if v.get("devices")}}
                       for d, i in shards]}
-    report = write_reports(dest, certify=options["certify"], run_info=doc)
+    report = write_reports(dest, certify=options["certify"], run_info=doc, certify_cases=_certified_cases(shards))
     return report, doc
+
+
+def _certified_cases(shards) -> list:
+    """The [case id, sha256] lists of the shards' certificates, together (a shard without one adds
+    none: its cases then show as unlisted in the merged certificate, which does not verify)."""
+    out: dict = {}
+    for d, _ in shards:
+        with contextlib.suppress(OSError, ValueError, QconformError, AttributeError, TypeError):
+            for i, h in (read_certificate(d).get("case_set") or {}).get("list") or []:
+                out[str(i)] = str(h)
+    return sorted([i, h] for i, h in out.items())
 
 
 def _exit_status(codes: list) -> int:

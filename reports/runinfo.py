@@ -32,6 +32,7 @@ from suite.core.errors import QconformError
 from suite.core.userfile import read_text
 
 RUN_JSON = "run.json"
+TOLERANCE_COPY = "tolerance.toml"   # a run folder's byte copy of the policy it judged with
 FORMAT = "qconform-run/1"
 ROOT = Path(__file__).resolve().parent.parent
 

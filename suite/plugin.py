@@ -389,12 +389,23 @@ class QconformSession:
         dtypes = {c.outputs[0].dtype for c in self._cases() if c.op == op and c.outputs}
         return has_group_rule(op, target, dtypes, self.policy, getattr(self.targets[target], "expected_scheme", None))
 
-    def judge_group(self, op: str, target: str) -> tuple[int, int, list[dict]]:
-        """(cases judged, cases of the op, failures) of (op, target) as a whole."""
-        t = self.targets[target]
+    def judge_group(self, op: str, target: str) -> tuple[int, int, list[str], list[dict]]:
+        """(cases judged, cases of the op, the bad verdicts of those this session had not run, failures)
+        of (op, target) as a whole. The group's cases not run in this session (-k, --lf, --deselect)
+        are run now: a subset that shows no bias would show nothing."""
+        cases = [c for c in self._cases() if c.op == op]
+        missing = [c for c in cases if c.id not in self.group_rows.case_ids(op, target)]
+        bad = []
+        if missing and self.run is not None:
+            self.run.plan([(c, target) for c in missing])
+            for c in missing:
+                v = self.run.verdict(c, target)
+                self.group_rows.add(v.row)
+                if v.status.is_bad and not v.known:
+                    bad.append(f"{c.id}: {v.status.value}")
         judged, failures = self.group_rows.judge(op, target, self.policy, self.versions(target),
-                                                 getattr(t, "expected_scheme", None))
-        return judged, sum(1 for c in self._cases() if c.op == op), failures
+                                                 getattr(self.targets[target], "expected_scheme", None))
+        return judged, len(cases), bad, failures
 
     def pytest_generate_tests(self, metafunc):
         if "qc_case" not in metafunc.fixturenames:
@@ -427,7 +438,7 @@ class QconformSession:
 
     def pytest_collection_finish(self, session):
         pairs = [p for p in map(_pair, session.items) if p]
-        if self.controller and self.run is not None:   # what a complete run writes: run.json says it from now
+        if self.controller and not self.distributed and self.run is not None:   # what a complete run writes: run.json says it from now
             self.planned = (len(pairs) + (self.resumed.skipped if self.resumed else 0)) * self._rows_per_pair()
             self._doc["planned"] = self.planned
             write_run_info(self.folder.path, self._doc)
@@ -620,11 +631,13 @@ def _test_hunt(self, request):
 def _test_group(self, request):
     """<OP>:<target>::test_group: the (op, target) judged whole (bias, declared scheme; what the
     certificate's op_failures and the run's exit status say), after its cases."""
-    judged, total, failures = request.config.stash[SESSION].judge_group(self.op, self.target)
+    judged, total, bad, failures = request.config.stash[SESSION].judge_group(self.op, self.target)
     new = [f["text"] for f in failures if not f["finding"]]
+    if bad:   # (cases left out of this session, run for the group's verdict)
+        new.append(f"{len(bad)} of its cases not selected here fail: " + ", ".join(bad[:10]))
     if new:
         pytest.fail(f"{self.op} on {self.target} as a whole: " + "; ".join(new), pytrace=False)
-    if judged < total:   # a subset that shows no bias shows nothing: not a pass
+    if judged < total:   # (no run in this process: nothing to judge the rest with)
         pytest.skip(f"not judged: {judged} of the {total} cases of {self.op} on {self.target} ran")
     if failures:
         pytest.xfail("; ".join(f"{f['text']} [known finding {f['finding']}]" for f in failures))

@@ -17,6 +17,7 @@ from reports import causes
 from reports.causes import BiasTally, SchemeTally, judge_group
 from suite.cases.generate import generate
 from suite.core.tolerance import load_policy, sign_test_p
+from tests.conftest import rows_written
 from tests.inprocess import run_inprocess
 
 pytest_plugins = "pytester"
@@ -210,12 +211,17 @@ def test_xdist_run_gives_the_verdict_of_a_single_process(run, run_suite, tmp_pat
     assert "BIAS: ADD on half-up" in many.stdout
 
 
-def test_a_group_not_run_whole_is_not_judged(run):
-    """-k leaving out a case: the group's test is skipped (not judged), never passed; and it runs
-    after its cases even when they come after it in the list (pytest-randomly shuffles them)."""
-    proc, _ = run(GOLDEN, *ADD30, "-k", "not sat_hi", "-rs")
-    proc.result.assert_outcomes(passed=34, skipped=1, deselected=2)   # 36 cases, 2 left out
-    assert "not judged: 34 of the 36 cases of ADD on golden ran" in proc.stdout
+def test_a_group_is_judged_on_all_its_cases_even_those_not_selected(run):
+    """-k leaving out cases (or --lf running only the group's test): the group's test runs them
+    for its verdict (a subset that shows no bias shows nothing), and fails for those that fail."""
+    proc, rd = run(HALF_UP, *ADD30, "-k", "not sat_hi")
+    proc.result.assert_outcomes(passed=34, failed=1, deselected=2)     # 36 cases, 2 left out
+    assert _group_failure(proc) == next(ln for ln in run(HALF_UP, *ADD30)[0].stdout.splitlines()
+                                        if ln.startswith("ADD on half-up as a whole"))   # the verdict of all 36
+    assert len(rows_written(rd)) == 36
+    proc, _ = run("--target=tests.spine_targets:OffByOne", *ADD30, "-k", "test_group")   # none of its cases
+    proc.result.assert_outcomes(failed=1, deselected=36)
+    assert "of its cases not selected here fail: ADD-" in proc.stdout
 
 
 def test_group_items_follow_their_cases_and_only_where_a_rule_judges():
@@ -233,3 +239,13 @@ def test_group_items_follow_their_cases_and_only_where_a_rule_judges():
     assert not has_group_rule("RESHAPE", "ort", {"int8"}, pol, None)       # exact ops: no bias rule
     assert not has_group_rule("ADD", "ref", {"int8"}, pol, None)           # the golden against itself
     assert has_group_rule("RESHAPE", "ort", {"int8"}, pol, "tflite-ref-double")   # a declared scheme
+
+
+def test_a_known_bias_is_the_group_tests_xfail(run, monkeypatch):
+    from suite.core.findings import Finding
+    f = Finding("known-half-up", ("ADD",), ("half-up",), "ties up", status=("bias+",))
+    monkeypatch.setattr(causes, "match", lambda op, t, v, status: f if f.matches(op, t, v, status) else None)
+    proc, _ = run(HALF_UP, *ADD30, "-rx")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    proc.result.assert_outcomes(passed=36, xfailed=1)
+    assert "known finding known-half-up" in proc.stdout

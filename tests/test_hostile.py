@@ -119,7 +119,7 @@ def test_a_rerun_of_a_failure_file_never_loads_its_target(tmp_path):
 
 def _readers(d: Path):
     """Each reader of a file a user hands the suite, as fn(path) -> anything."""
-    from reports.certify import read_certificate
+    from reports.certify import read_certificate as read_cert
     from suite.cases.files import load_case_files
     from suite.core.case import load_case
     from suite.core.encodings import read_encodings
@@ -129,7 +129,15 @@ def _readers(d: Path):
     from suite.models.tflite import read_model
     return {"case": load_case, "case folder": lambda p: load_case_files([str(p.parent)]),
             "tolerance": load_policy, "waivers": lambda p: load_waivers([str(p)]), "encodings": read_encodings,
-            "certificate": read_certificate, "tolerance digest": digest_of, "tflite model": read_model}
+            "certificate": lambda p: _as_error(read_cert, p), "tolerance digest": digest_of, "tflite model": read_model}
+
+
+def _as_error(read, p):
+    """(reports.certify reads with suite.core.keyed.read_regular itself: OSError for a refused file)"""
+    try:
+        return read(p)
+    except OSError as e:
+        raise QconformError(f"{p}: {e}") from None
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "folder"])
@@ -148,7 +156,7 @@ def test_every_reader_takes_only_a_regular_file(tmp_path, kind):
             p.mkdir()
         with pytest.raises(QconformError) as e:
             read(p)
-        assert "not a regular file" in str(e.value) or "a folder" in str(e.value), (what, str(e.value))
+        assert any(w in str(e.value) for w in ("not a regular file", "symbolic link")), (what, str(e.value))
 
 
 def test_a_file_over_its_bound_is_refused_before_it_is_read(tmp_path, monkeypatch):
@@ -170,7 +178,7 @@ def test_a_run_folder_whose_run_json_is_a_fifo_is_refused(tmp_path):
     from suite.harness import resume
     (tmp_path / "run").mkdir()
     os.mkfifo(tmp_path / "run" / "run.json")
-    with pytest.raises(QconformError, match="FIFO") as e:
+    with pytest.raises(QconformError, match="not a regular file") as e:
         resume.open_run(str(tmp_path / "run"))
     assert e.value.field == "--resume"
 
@@ -307,3 +315,42 @@ def test_a_tolerance_rule_for_a_misspelt_target_is_an_error_but_another_machines
     assert e.value.field == "rule[0].target"
     policy.rules[0].target = "tflite"
     check_target_names(policy, ["ref", "tflite", "tflite-ref", "mine"])   # acme-npu: another machine's own
+
+
+# ----------------------------------------------------------------------------- 5. models
+
+@pytest.mark.parametrize("name, field", [
+    ("buffer-index.tflite", "subgraphs[0].tensors[0].buffer"),
+    ("tensor-index.tflite", "subgraphs[0].operators[0].inputs[0]"),
+    ("opcode-index.tflite", "subgraphs[0].operators[0].opcodeIndex"),
+    ("short-buffer.tflite", "buffers[2]"),
+    ("negative-dim.tflite", "subgraphs[0].tensors[0].shape"),
+    ("huge-input.tflite", "subgraphs[0].tensors[0].shape"),   # [1, 100000, 100000, 10]
+    ("empty.onnx", "graph.node"),                              # 0 bytes
+    ("cycle.onnx", "graph.node[0].input[1]"),
+])
+def test_a_damaged_model_is_one_error_before_use(name, field):
+    """(The models are made by tests/data/hostile/make_models.py.)"""
+    from suite.models.harvest import harvest_model
+    if name.endswith(".tflite"):
+        pytest.importorskip("ai_edge_litert")
+    else:
+        pytest.importorskip("onnx")
+    with pytest.raises(QconformError) as e:
+        harvest_model(HOSTILE / name)
+    assert e.value.field == field and e.value.source == str(HOSTILE / name), str(e.value)
+
+
+def test_qconform_report_judges_with_the_run_folders_copy_never_a_path_in_run_json(tmp_path):
+    """`qconform report RUN` (reports.build): run.json's tolerance path is never opened (a FIFO there
+    would hang it); the folder's own tolerance.toml is the policy, else one error."""
+    from reports.build import _policy
+    from suite.core.tolerance import DEFAULT_FILE
+    os.mkfifo(tmp_path / "fifo.toml")
+    info = {"options": {"tolerance_file": str(tmp_path / "fifo.toml")}}
+    with pytest.raises(QconformError) as e:
+        _policy(tmp_path, info)
+    assert e.value.field == "options.tolerance_file"
+    shutil.copy(DEFAULT_FILE, tmp_path / "tolerance.toml")
+    assert _policy(tmp_path, info).source == str(tmp_path / "tolerance.toml")
+    assert _policy(tmp_path / "nowhere", {"options": {}}).source == str(DEFAULT_FILE)

@@ -10,7 +10,7 @@ import shlex
 import pytest
 
 from suite.core.case import save_case
-from suite.cases.generate import make_case
+from suite.cases.generate import generate, make_case
 from tests.conftest import ROOT
 from tests.conftest import rows_written as _rows
 from tests.inprocess import run_inprocess
@@ -28,20 +28,21 @@ def run(pytester):
 
 
 def test_ref_run_writes_results_and_summary(run):
-    proc, rd = run("--target=ref", "--ops", "ADD,MUL", "--cases-per-op", "4", "-k", "not qnn")
+    proc, rd = run("--target=ref", "--ops", "ADD,MUL", "--cases-per-op", "4", "-k", "not qnn and not ties")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    proc.result.assert_outcomes(passed=8, deselected=proc.result.parseoutcomes()["deselected"])
+    n = sum(1 for c in generate(["ADD", "MUL"], 4) if "qnn" not in c.id)   # (ref: no test_group)
+    proc.result.assert_outcomes(passed=n, deselected=proc.result.parseoutcomes()["deselected"])
     # nothing failed: no table at the default verbosity, the verdict as the last qconform line
     assert "qconform: per-op x target summary" not in proc.stdout
     assert [ln for ln in proc.stdout.splitlines() if ln.startswith("qconform:")][-1] == \
         "qconform: no new failures; 0 known (findings), 0 waived"
     rows = _rows(rd)
-    assert len(rows) == 8 and all(r["status"] == "pass" and r["bit_exact"] for r in rows)
+    assert len(rows) == n and all(r["status"] == "pass" and r["bit_exact"] for r in rows)
     with open(rd / "summary.csv") as f:
         table = list(csv.DictReader(f))
     assert list(table[0])[: len(SUMMARY_COLUMNS)] == SUMMARY_COLUMNS
     assert {(r["op"], r["target"], r["cases"], r["bit_exact_pct"]) for r in table} == {
-        ("ADD", "ref", "4", "100.0"), ("MUL", "ref", "4", "100.0")}
+        (op, "ref", str(sum(1 for r in rows if r["op"] == op)), "100.0") for op in ("ADD", "MUL")}
     assert (rd / "summary.md").read_text().startswith("# qconform summary")
 
 
@@ -112,7 +113,8 @@ def test_failure_message_and_reproduction(run, tmp_path):
 
 def test_unsupported_error_and_garbage_verdicts_are_distinct(run):
     refuses, raises, wrong = (f"tests.spine_targets:{c}" for c in ("Refuses", "Raises", "WrongShape"))
-    proc, rd = run(f"--target={refuses},{raises},{wrong}", "--ops", "ADD,MUL", "--cases-per-op", "2", "-k", "not qnn")
+    proc, rd = run(f"--target={refuses},{raises},{wrong}", "--ops", "ADD,MUL", "--cases-per-op", "2",
+                   "-k", "not qnn and not ties")
     assert proc.returncode == 1
     rows = _rows(rd)
     names = {refuses: "refuses", raises: "raises", wrong: "wrong-shape"}   # rows: each class's own name
@@ -122,9 +124,12 @@ def test_unsupported_error_and_garbage_verdicts_are_distinct(run):
     assert all("MUL is not implemented" in r["reason"] for r in by[refuses] if r["op"] == "MUL")
     assert {r["status"] for r in by[raises]} == {"error"} and "kernel exploded" in proc.stdout
     assert {r["status"] for r in by[wrong]} == {"error"} and all("shape" in r["reason"] for r in by[wrong])
-    assert all(len(by[t]) == 4 for t in by)
-    # pass, skip and error, distinct in pytest's outcome too
-    proc.result.assert_outcomes(passed=2, skipped=2 + 6, errors=8)   # + 6 test_group: -k left cases out, not judged
+    n = {op: sum(1 for c in generate([op], 2) if "qnn" not in c.id) for op in ("ADD", "MUL")}
+    # (each (op, target)'s test_group ran the cases -k left out too, for its verdict: every case has its row)
+    assert all(len(by[t]) == len(generate(["ADD", "MUL"], 2)) for t in by)
+    # pass, skip and error, distinct in pytest's outcome too; the test_groups of raises and wrong-shape
+    # fail (their left-out cases error too), those of refuses pass
+    proc.result.assert_outcomes(passed=n["ADD"] + 2, skipped=n["MUL"], errors=2 * (n["ADD"] + n["MUL"]), failed=4)
 
 
 def test_case_file_folder_run_and_bad_file(run, tmp_path):

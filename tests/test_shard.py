@@ -48,8 +48,10 @@ def test_two_shards_merged_give_the_statuses_of_one_run(pytester, tmp_path, caps
     one, rd = run_inprocess(pytester, *SLICE, "-p", "no:randomly", report_dir=tmp_path / "one")
     shards = []
     for k in (1, 2):
-        proc, srd = run_inprocess(pytester, *SLICE, f"--shard={k}/2", report_dir=tmp_path / f"s{k}")
+        xml = tmp_path / f"s{k}.xml"
+        proc, srd = run_inprocess(pytester, *SLICE, f"--shard={k}/2", f"--junitxml={xml}", report_dir=tmp_path / f"s{k}")
         assert f"shard {k}/2: 3 of 6 (op, target) groups" in proc.stdout
+        assert f'name="qconform.shard" value="{k}/2"' in xml.read_text()
         shards.append(srd)
     assert one.returncode == 1 and set(_statuses(shards[0])).isdisjoint(_statuses(shards[1]))
     out = tmp_path / "merged"
@@ -58,6 +60,7 @@ def test_two_shards_merged_give_the_statuses_of_one_run(pytester, tmp_path, caps
     info = json.loads((out / "run.json").read_text())
     assert [s["shard"] for s in info["shards"]] == ["1/2", "2/2"] and all(s["complete"] for s in info["shards"])
     assert info["shards"][0]["host"]["hostname"] and info["exit_status"] == 1 and not info["interrupted"]
+    assert info["planned"] == json.loads((rd / "run.json").read_text())["planned"] == len(_statuses(rd))
     assert (out / "index.html").is_file() and _verdicts(out) == _verdicts(rd)
     # the merged rows' failure files are in the merged folder, and their repro lines point there
     failing = [r for r in iter_last_rows(out) if r["status"] == "fail"]

@@ -4,14 +4,14 @@ Checks a certificate (``certificate.json`` of a ``pytest --certify`` run, or its
 against the suite at this checkout: its HMAC-SHA256 signature (the per-user key of
 suite/core/keyed.py, or ``--key FILE``: any edit of any field breaks it), the suite commit, and
 the digests recomputed here: every case regenerated from the certificate's seed, cases per op and
-ops (sha256 each, in generation order), the tolerance file (the suite's default one, or the file
+ops (sha256 each, sorted by case id), the tolerance file (the suite's default one, or the file
 given with ``--tolerance``), the spec tables, the findings file and the waiver files (given with
 ``--waivers``). Reading the certificate is reading data: a bounded read of a regular file, parsed
 as JSON; it never imports, runs or opens anything it names.
 
 Exit status: 0 verified; 1 it does not match (a digest differs, the signature does not verify,
 or something cannot be checked here, e.g. a case set from case files); 2 unreadable (no such
-file, not a regular file, too big, not JSON, not a ``qconform-certificate/2``).
+file, not a regular file, over 64 MiB, not JSON, not a ``qconform-certificate/2``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from reports.certify import (FORMAT, case_list_digest, read_certificate, sha256_
                              suite_digests)
 from reports.runinfo import git_info
 from suite.cases.generate import generate, generator_ops
+from suite.core.errors import QconformError
 from suite.core.tolerance import DEFAULT_FILE
 
 VERIFIED, MISMATCH, UNREADABLE = 0, 1, 2
@@ -56,7 +57,7 @@ def _cases(cs: dict) -> tuple[bool, str]:
     if not isinstance(seed, int) or not isinstance(n, int) or not (ops is None or isinstance(ops, list)):
         return False, f"seed {seed!r}, cases per op {n!r}, ops {ops!r}: not the options of a generated run"
     known = generator_ops()
-    here = [[c.id, c.sha256()] for c in generate([op for op in (ops or known) if op in known], n, seed)]
+    here = sorted([c.id, c.sha256()] for c in generate([op for op in (ops or known) if op in known], n, seed))
     if cs.get("filtered"):
         want = dict(map(tuple, here))
         bad = [i for i, d in listed if want.get(i) != d]
@@ -80,7 +81,9 @@ def verify(cert: dict, key=None, tolerance=None, waivers=()) -> list[tuple[bool,
     out = [signature_ok(cert, key)]
     commit = (git_info() or {}).get("commit")
     cc = (cert.get("git") or {}).get("commit") if isinstance(cert.get("git"), dict) else None
-    out.append((bool(cc) and cc == commit, f"suite commit {cc} (this checkout: {commit})"))
+    dirty = " (certified from a checkout with uncommitted changes: the commit does not name all of its code)" \
+        if isinstance(cert.get("git"), dict) and cert["git"].get("dirty") else ""
+    out.append((bool(cc) and cc == commit, f"suite commit {cc} (this checkout: {commit}){dirty}"))
     cs = cert.get("case_set") if isinstance(cert.get("case_set"), dict) else {}
     ok, why = _cases(cs)
     out.append((ok, f"case set: {why}"))
@@ -104,8 +107,8 @@ def verify(cert: dict, key=None, tolerance=None, waivers=()) -> list[tuple[bool,
 def run(args) -> int:
     try:
         cert = read_certificate(args.verify)
-    except (OSError, ValueError, RecursionError) as e:
-        print(f"qconform certify: {args.verify}: unreadable: {e}", file=sys.stderr)
+    except QconformError as e:
+        print(f"qconform certify: unreadable: {e}", file=sys.stderr)
         return UNREADABLE
     if cert.get("format") != FORMAT:
         print(f"qconform certify: {args.verify}: not a {FORMAT} (format {cert.get('format')!r})", file=sys.stderr)

@@ -33,7 +33,8 @@ def register(sub):
     p.add_argument("cases", nargs="+", help="case files or folders of them")
     p.add_argument("--target", action="append", help="targets (comma-separated; default: every available one)")
     p.add_argument("--scheme", default=None, help="the golden's scheme (default tflite-ref-double)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per case before a target is killed")
+    p.add_argument("--case-timeout", "--timeout", dest="timeout", type=float, default=60.0,
+                   help="seconds per case before a target is killed")
     p.add_argument("--json", action="store_true", help="one JSON document instead of the table")
     p.set_defaults(func=run)
 

@@ -30,6 +30,7 @@ FORMAT = "qconform-case/1"
 ID_CHARS = "A-Za-z0-9._~+-"
 ID_MAX = 120
 DIM_MAX = (1 << 31) - 1   # a dimension or index LiteRT can hold (int32)
+ELEMENTS_MAX = 1 << 26    # elements of one tensor
 ID_RULE = f"a case id is 1 to {ID_MAX} of [{ID_CHARS}], not starting with '.'"
 _ID = re.compile(f"[{ID_CHARS}]{{1,{ID_MAX}}}")
 
@@ -337,7 +338,7 @@ class _Validator:
         if len(shape) > 8:
             self.fail(f"{where}.shape", f"rank {len(shape)} is above the supported 8", "rank <= 8")
         size = math.prod(shape)
-        if size > 64 * 1024 * 1024:
+        if size > ELEMENTS_MAX:
             self.fail(f"{where}.shape", f"{size} elements is above the supported 2^26", "size limit")
         data = None
         if "data" in t and not need_data:

@@ -79,12 +79,12 @@ class FileRefused(OSError):
         self.why, self.size = why, size
 
 
-def read_regular(path, limit: int, check=None) -> bytes:
+def read_regular(path, limit: int, check=None, follow: bool = False) -> bytes:
     """The bytes of the regular file at ``path``, at most ``limit`` of them: a symbolic link is
-    not followed, a FIFO never blocks, and ``check(stat)`` (a reason, or None) judges the very
+    not followed (``follow``: it is, to what it names, which must be a regular file), a FIFO never blocks, and ``check(stat)`` (a reason, or None) judges the very
     file opened. Raises FileNotFoundError, :class:`FileRefused` (not a regular file, refused by
     ``check``, bigger than ``limit``: ``size``) or another OSError."""
-    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+    fd = os.open(path, os.O_RDONLY | (0 if follow else _NOFOLLOW) | _NONBLOCK)
     try:
         st = os.fstat(fd)           # of the very file opened: no check-then-use race
         why = "is not a regular file" if not stat.S_ISREG(st.st_mode) else (check(st) if check else None)

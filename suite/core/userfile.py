@@ -9,8 +9,6 @@ and never more than its kind's bound in :data:`LIMITS`.
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +17,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10 (spec.py and findings.py take tomllib from here)
     import tomli as tomllib  # type: ignore
 
+from suite.core import keyed
 from suite.core.errors import QconformError
-
 
 MiB = 1 << 20
 #: the largest file of each kind the suite reads, in bytes
@@ -31,41 +29,23 @@ LIMITS = {
     "encodings": 256 * MiB,   # an AIMET encodings file
     "model": 2048 * MiB,      # a .tflite or .onnx (protobuf's own limit is 2 GiB)
 }
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
-def read_bytes(path: str | Path, what: str, option: str | None = None, kind: str = "case") -> bytes:
-    """The bytes of the regular file ``path``, at most ``LIMITS[kind]``; else one QconformError
-    (``what`` names the file in messages, ``option`` the option or field it came from)."""
-    src, limit = str(path), LIMITS[kind]
+def read_bytes(path: str | Path, what: str, option: str | None = None, kind: str = "case",
+               limit: int | None = None) -> bytes:
+    """The bytes of the regular file ``path`` (a symbolic link is followed: a linked case file is a
+    case file), at most ``LIMITS[kind]`` (or ``limit``), read by :func:`suite.core.keyed.read_regular`;
+    else one QconformError (``what`` names the file in messages, ``option`` the option or field it
+    came from)."""
+    src, limit = str(path), LIMITS[kind] if limit is None else limit
     try:
-        fd = os.open(path, os.O_RDONLY | _NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        return keyed.read_regular(path, limit, follow=True)
+    except keyed.FileRefused as e:
+        raise QconformError(f"{what}: {e.why}", source=src[:300], field=option,
+                            rule=f"a regular file of at most {limit:,} bytes") from None
     except (OSError, ValueError) as e:   # ValueError: a NUL in the name
         raise QconformError(f"cannot read {what}: {getattr(e, 'strerror', None) or e}", source=src[:300],
                             field=option) from None
-    try:
-        st = os.fstat(fd)   # of the very file opened (a symbolic link is followed to what it names)
-        if not stat.S_ISREG(st.st_mode):
-            raise QconformError(f"{what} is {_kind(st.st_mode)}, not a regular file", source=src, field=option,
-                                rule="a regular file")
-        if st.st_size > limit:
-            raise QconformError(f"{what} holds {st.st_size} bytes, more than {limit}", source=src, field=option,
-                                rule=f"a {kind} file is at most {limit // MiB} MiB")
-        chunks, n = [], 0
-        while n <= limit:   # a file that grows while read (or /proc's, of size 0) is still bounded
-            chunk = os.read(fd, min(limit + 1 - n, 1 << 24))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            n += len(chunk)
-        if n > limit:
-            raise QconformError(f"{what} holds more than {limit} bytes", source=src, field=option,
-                                rule=f"a {kind} file is at most {limit // MiB} MiB")
-        return b"".join(chunks)
-    except OSError as e:
-        raise QconformError(f"cannot read {what}: {e.strerror or e}", source=src, field=option) from None
-    finally:
-        os.close(fd)
 
 
 def read_text(path: str | Path, what: str, option: str | None = None, kind: str = "case") -> str:
@@ -74,14 +54,6 @@ def read_text(path: str | Path, what: str, option: str | None = None, kind: str 
         return read_bytes(path, what, option, kind).decode("utf-8")
     except UnicodeDecodeError:
         raise QconformError(f"{what} is not UTF-8 text", source=str(path), field=option, rule="UTF-8 text") from None
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 def load_toml(path: str | Path, what: str, option: str, fmt: str | None = None) -> dict[str, Any]:

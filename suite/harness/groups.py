@@ -57,6 +57,9 @@ class GroupRows:
         if row.get("op") is not None and row.get("target") is not None:
             self.rows[(row["op"], row["target"])][(row.get("case_id"), row.get("device"))] = row
 
+    def case_ids(self, op: str, target: str) -> set:
+        return {k[0] for k in self.rows.get((op, target), {})}
+
     def preload(self, folder: str | Path, run_id: str, offset: int) -> None:
         """A resumed run's rows recorded in results.jsonl's first ``offset`` bytes."""
         if offset > 0:

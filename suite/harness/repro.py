@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from suite.core.case import expand_case_paths
+from reports.runinfo import TOLERANCE_COPY
 from suite.core.errors import QconformError
 from suite.core.tolerance import DEFAULT_FILE
 from suite.core.userfile import read_bytes, read_text
 from targets import BUILTIN
 
 JUDGED = "judged"
-TOLERANCE_COPY = "tolerance.toml"
 REPRO_REPORT_DIR = "/tmp/qconform-repro"
 
 

@@ -21,13 +21,14 @@ no spec table states, so it is no case. The rest is not covered, each node with 
 
 from __future__ import annotations
 
+import math
 import os
 import re
 
 import numpy as np
 
 from reference.graph import FLOAT_OPS
-from suite.core.case import Case, Tensor
+from suite.core.case import ELEMENTS_MAX, Case, Tensor
 from suite.core.errors import QconformError
 from suite.core.geometry import out_size, pad_before
 from suite.core.graph import CASE, FLOAT, Graph, Layer, file_digest
@@ -56,9 +57,14 @@ class _Model:
             m = onnx.shape_inference.infer_shapes(m)
         except Exception as e:  # noqa: BLE001 (onnx raises many types: one error naming the file)
             raise QconformError(f"not a readable ONNX model: {type(e).__name__}: {e}", source=path) from None
+        _check_graph(m.graph, path)
         self.m, self.g = m, m.graph
         nh = onnx.numpy_helper
-        self.inits = {i.name: nh.to_array(i) for i in self.g.initializer}
+        try:
+            self.inits = {i.name: nh.to_array(i) for i in self.g.initializer}
+        except Exception as e:  # noqa: BLE001 (data shorter than its dims, an unknown type: one error)
+            raise QconformError(f"an initializer cannot be read: {type(e).__name__}: {str(e)[:200]}", source=path,
+                                field="graph.initializer", rule="an initializer's data matches its dims") from None
         for n in self.g.node:
             if n.op_type == "Constant":
                 self.inits[n.output[0]] = nh.to_array(onnx.helper.get_attribute_value(n.attribute[0]))
@@ -108,6 +114,29 @@ class _Model:
         if shape is None or any(d < 0 for d in shape):
             raise NotCovered(f"tensor {name} has no static shape (fix the model's input shape first)")
         return tuple(shape[p] for p in NCHW_TO_NHWC) if len(shape) == 4 else tuple(shape)
+
+
+def _check_graph(g, path: str) -> None:
+    """What the harvest relies on, checked before use (one QconformError naming the field): a graph
+    with nodes (an empty or 0-byte file parses as an empty model), nodes in topological order as
+    ONNX requires (so no cycle), graph inputs with dimensions >= 0 and at most ELEMENTS_MAX elements."""
+    def bad(fld, msg, rule):
+        raise QconformError(msg, source=path, field=fld, rule=rule)
+
+    if not len(g.node):
+        bad("graph.node", "is empty: not an ONNX model, or one without operators", "an ONNX model with a graph")
+    known = {""} | {i.name for i in g.initializer} | {i.name for i in g.input}
+    for k, n in enumerate(g.node):
+        for j, name in enumerate(n.input):
+            if name not in known:
+                bad(f"graph.node[{k}].input[{j}]", f"'{name[:80]}' of node '{n.name or n.op_type}' is made by no node "
+                    f"before it (a cycle, or nodes out of order)", "nodes in topological order (ONNX IR)")
+        known.update(n.output)
+    for i, vi in enumerate(g.input):
+        dims = [d.dim_value for d in vi.type.tensor_type.shape.dim if d.HasField("dim_value")]
+        if any(d < 0 for d in dims) or math.prod(dims) > ELEMENTS_MAX:
+            bad(f"graph.input[{i}]", f"'{vi.name[:80]}' has shape {dims[:10]}",
+                f"dimensions >= 0, at most {ELEMENTS_MAX} (2^26) elements")
 
 
 def harvest(path: str) -> Graph:

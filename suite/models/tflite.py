@@ -8,11 +8,12 @@ the model's names (a name used twice gets ``#<index>``).
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
 
-from suite.core.case import Case, Tensor
+from suite.core.case import ELEMENTS_MAX, Case, Tensor
 from suite.core.errors import QconformError
 from suite.core.graph import CASE, Graph, Layer, file_digest
 from suite.core.spec import check_case, rule, table
@@ -33,11 +34,58 @@ def read_model(path: str):
         m = S.ModelT.InitFromPackedBuf(raw, 0)
     except Exception as e:  # noqa: BLE001 (a damaged flatbuffer raises anything: one error naming the file)
         raise QconformError(f"not a LiteRT flatbuffer: {type(e).__name__}: {e}", source=path) from None
-    for b in m.buffers or []:
+    for i, b in enumerate(m.buffers or []):
         if b.offset and b.offset > 1:
+            if b.offset + (b.size or 0) > len(raw):
+                raise QconformError(f"holds bytes {b.offset}..{b.offset + b.size} of a {len(raw)}-byte file",
+                                    source=path, field=f"buffers[{i}]", rule="a buffer lies inside the file")
             b.data = np.frombuffer(raw[b.offset:b.offset + b.size], np.uint8)
             b.offset = b.size = 0
+    _check_indexes(S, m, path)
     return m, raw
+
+
+def _check_indexes(S, m, path: str) -> None:
+    """Every index and size the harvest reads from the model, checked against the model before
+    use (one QconformError naming the field): a subgraph, operator codes, tensor, buffer and
+    operand indexes in range, shapes >= 0 and at most ELEMENTS_MAX elements, a constant's buffer
+    exactly as long as its shape and type say."""
+    def bad(fld, msg, rule):
+        raise QconformError(msg, source=path, field=fld, rule=rule)
+
+    if not m.subgraphs:
+        bad("subgraphs", "is empty", "a model has a subgraph")
+    n_codes, n_bufs = len(m.operatorCodes or []), len(m.buffers or [])
+    sg = m.subgraphs[0]
+    tensors = sg.tensors or []
+    for i, t in enumerate(tensors):
+        where = f"subgraphs[0].tensors[{i}]"
+        if not 0 <= t.buffer < max(n_bufs, 1):
+            bad(f"{where}.buffer", f"is {t.buffer}; the model has {n_bufs} buffers", "an index in range")
+        shape = [int(d) for d in (t.shape if t.shape is not None else ())]
+        if any(d < 0 for d in shape) or len(shape) > 8:
+            bad(f"{where}.shape", f"is {shape[:10]}", "rank <= 8, dimensions >= 0")
+        if math.prod(shape) > ELEMENTS_MAX:
+            bad(f"{where}.shape", f"is {shape}: {math.prod(shape)} elements", f"at most {ELEMENTS_MAX} (2^26) elements")
+        data = m.buffers[t.buffer].data if n_bufs else None
+        dt = _DTYPES.get(_enum_name(S.TensorType, t.type), "")
+        if data is not None and len(data) and dt in _NP and len(data) != math.prod(shape) * np.dtype(_NP[dt]).itemsize:
+            bad(f"buffers[{t.buffer}]", f"holds {len(data)} bytes; tensor {i} ({dt} {shape}) needs "
+                f"{math.prod(shape) * np.dtype(_NP[dt]).itemsize}", "a constant's buffer matches its shape")
+    n = len(tensors)
+    for k, op in enumerate(sg.operators or []):
+        if not 0 <= op.opcodeIndex < n_codes:
+            bad(f"subgraphs[0].operators[{k}].opcodeIndex", f"is {op.opcodeIndex}; the model has {n_codes} operator codes",
+                "an index in range")
+        for part in ("inputs", "outputs"):
+            for j, ti in enumerate(getattr(op, part) if getattr(op, part) is not None else ()):
+                if not -1 <= ti < n or (part == "outputs" and ti < 0):
+                    bad(f"subgraphs[0].operators[{k}].{part}[{j}]", f"is {ti}; the subgraph has {n} tensors",
+                        "an index in range")
+    for part in ("inputs", "outputs"):
+        for j, ti in enumerate(getattr(sg, part) if getattr(sg, part) is not None else ()):
+            if not 0 <= ti < n:
+                bad(f"subgraphs[0].{part}[{j}]", f"is {ti}; the subgraph has {n} tensors", "an index in range")
 
 
 def op_name(S, model, op) -> str:
