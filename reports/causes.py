@@ -317,8 +317,15 @@ class BiasTally:
 
     def __init__(self):
         self.parts: dict[str, list] = {}   # dtype -> [sum_err, elements, pos, neg]
+        self.isas: set = set()             # the rows' ISA flags (their CPU's; None: not recorded)
+
+    @property
+    def isa(self) -> frozenset[str] | None:
+        """The ISA flags of the CPU every row ran on; None unless they are one, recorded."""
+        return frozenset(next(iter(self.isas)).split()) if len(self.isas) == 1 and None not in self.isas else None
 
     def add(self, row: dict) -> None:
+        self.isas.add(row.get("isa"))
         if (row.get("status") not in _RAN_UNEXPLAINED or row.get("finding") or row.get("pos_err") is None
                 or not row.get("elements")):
             return
@@ -357,7 +364,7 @@ def judge_group(op: str, target: str, bias: BiasTally, schemes: SchemeTally, pol
         if why is not None:
             sign = "+" if s > 0 else "-"
             signs += sign if sign not in signs else ""
-            f = match(op, target, "*", f"bias{sign}")
+            f = match(op, target, "*", f"bias{sign}", isa=bias.isa)
             out.append({"kind": "bias", "dtype": dtype, "text": f"{dtype} outputs biased {sign}: {why}",
                         "finding": f.id if f else None})
     cols: dict = {"bias": signs, "expected_scheme": expected, "expected_scheme_exact_pct": None,

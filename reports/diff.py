@@ -29,8 +29,8 @@ finding explains now and did not before is listed as a new known finding.
 Per (op, target), over the cases both runs compared: a bit-exact % drop and a max |error|
 growth. Latency (reports/latency.py): the per-case p50s of the cases timed in both runs, a
 one-sided Mann-Whitney U test (scipy) with p < 0.05, AND the median moved by more than 20 % AND
-by more than 5 us; only between runs on the same device facts (this host's machine, CPU model
-and count; a device's own facts from run.json), never on an emulated device (QEMU's time).
+by more than 5 us; only between runs on the same device facts (this host's machine, CPU model,
+count and ISA extensions; a device's own facts from run.json), never on an emulated device (QEMU's time).
 Latency changes are listed, slower and faster; they gate only with ``latency_gate``
 (``--latency-gate``): a run timed beside another job is slower without any regression.
 Improvements are listed too but never gate.
@@ -284,7 +284,7 @@ def setup_differences(b: Run, n: Run, base: dict[tuple, dict], new: dict[tuple, 
 
 
 #: what decides a latency besides the kernel: the host's (local targets) or the device's own facts
-_HOST_FACTS = ("machine", "cpu_model", "cpu_count")
+_HOST_FACTS = ("machine", "cpu_model", "cpu_count", "isa")
 _TIMING_FACTS = ("machine", "cpus", "soc", "soc_family", "model", "emulated", "emulated_cpu")
 
 
@@ -503,9 +503,11 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
         if kinds:
             d.groups.append({**entry, "what": kinds})
     bv, nv = read_group_verdicts(rb.folder), read_group_verdicts(rn.folder)
-    if bv is None or nv is None:
-        d.notes.append(f"no summary.csv in the {'baseline' if bv is None else 'run'}: its group verdicts (bias, declared "
-                       "scheme) are unknown" + ("; the run's failing ones count as new" if bv is None else ""))
+    if nv is None:   # no "no regression" while a verdict of the run is unknown
+        raise QconformError("no summary.csv: the run's group verdicts (bias, declared scheme) are unknown",
+                            source=str(rn.folder), field="RUN_DIR", rule="`qconform report RUN_DIR` writes it")
+    if bv is None:
+        d.notes.append("no summary.csv in the baseline: its group verdicts are unknown; the run's failing ones count as new")
     d.verdicts = compare_verdicts(bv, nv, {(k[0], k[1]) for k in pairs})
     if other_facts:
         t, dev = sorted(other_facts)[0]

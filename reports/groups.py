@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from suite.core.errors import QconformError
+from suite.core.userfile import read_bytes
 
 SUMMARY_CSV = "summary.csv"
 CERT_JSON = "certificate.json"
 MAX_BYTES = 64 << 20   # a summary of every op x target x device is far below this
+CERTIFIED = (None, None, None, "certified")   # a marker: the run wrote a certificate
 _BIAS = re.compile(r"^(?:on (?P<dev>.+?): )?(?P<dtype>\w+) outputs biased (?P<sign>[+-])")
 _MEAN = re.compile(r"mean error ([+-]?[0-9.]+(?:e[+-]?[0-9]+)?) LSB")
 _P = re.compile(r"sign test p ([0-9.]+(?:e[+-]?[0-9]+)?)")
@@ -35,15 +37,10 @@ def _read(path: Path, what: str) -> str | None:
     """The text of ``path``; None if there is none. Refuses what is not a regular file or is too large."""
     if not path.exists() and not path.is_symlink():
         return None
-    if not path.is_file():
-        raise QconformError("not a regular file", source=str(path), field=what)
-    size = path.stat().st_size
-    if size > MAX_BYTES:
-        raise QconformError(f"{size} bytes", source=str(path), field=what, rule=f"at most {MAX_BYTES} bytes")
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise QconformError(f"cannot read: {e}", source=str(path), field=what) from None
+        return read_bytes(path, what, what, limit=MAX_BYTES).decode("utf-8")
+    except UnicodeDecodeError:
+        raise QconformError("not UTF-8 text", source=str(path), field=what) from None
 
 
 def _kind(text: str) -> tuple[str, str]:
@@ -86,6 +83,7 @@ def read_group_verdicts(folder: str | Path) -> dict[tuple, dict[str, Any]] | Non
                     "bias_lsb": r.get("bias_lsb") or None, "bias_p": r.get("bias_p") or None}
     cert = _read(folder / CERT_JSON, "certificate.json")
     if cert is not None:
+        out[CERTIFIED] = {"text": "", "known": None, "failing": False, "bias_lsb": None, "bias_p": None}
         try:
             doc = json.loads(cert)
         except ValueError as e:
@@ -120,6 +118,8 @@ def compare(base: dict | None, new: dict | None, compared: set[tuple]) -> dict[s
     and ``known`` (a known finding explains it now). A baseline without group verdicts (None)
     makes every failing one new: nothing shows it was there before."""
     base, new = base or {}, new or {}
+    if (CERTIFIED in base) != (CERTIFIED in new):   # certified once only: certification verdicts do not compare
+        base, new = ({k: v for k, v in x.items() if not k[3].startswith("certification")} for x in (base, new))
     out: dict[str, list[dict]] = {"new": [], "fixed": [], "still": [], "known": []}
     for key in list(new) + [k for k in base if k not in new]:
         if (key[0], key[1]) not in compared:

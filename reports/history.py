@@ -162,10 +162,11 @@ def _parquet_rows(folder: Path) -> list[dict] | None:
     return [{c: cols[c][i] if c in cols else None for c in _COLUMNS} for i in range(n)]
 
 
-def read_run(folder: Path) -> tuple[RunPoint, str]:
-    """One run folder: its states and the digest of its case set."""
+def read_run(folder: Path, parquet: bool = True) -> tuple[RunPoint, str]:
+    """One run folder: its states and the digest of its case set (``parquet``: from results.parquet
+    when it can)."""
     info = _run_json(folder)
-    rows = _parquet_rows(folder)
+    rows = _parquet_rows(folder) if parquet else None
     if rows is None:
         rows = iter_rows(folder / RESULTS)   # one pass: a later row of the same key replaces the earlier
     states: dict[tuple, str] = {}
@@ -191,15 +192,15 @@ def run_folders(report_dir: str | Path) -> list[Path]:
     return sorted(p for p in runs.iterdir() if p.is_dir() and not p.is_symlink() and (p / RESULTS).is_file())
 
 
-def history(report_dir: str | Path, skip_unfinished: bool = True,
-            newest: int | None = None) -> tuple[list[Series], list[str]]:
+def history(report_dir: str | Path, skip_unfinished: bool = True, newest: int | None = None,
+            parquet: bool = True) -> tuple[list[Series], list[str]]:
     """The series of ``report_dir``'s runs (the largest first) and notes (runs left out, and why);
     ``newest``: only the newest so many run folders (by run id: a start time)."""
     by: dict[str, Series] = {}
     notes = []
     for folder in run_folders(report_dir)[-newest if newest else None:]:
         try:
-            point, digest = read_run(folder)
+            point, digest = read_run(folder, parquet)
         except QconformError as e:
             notes.append(f"{folder.name} left out: {e}")
             continue
@@ -269,9 +270,9 @@ def html_section(run_folder: str | Path, last: int = LAST) -> str | None:
     folder = Path(run_folder).resolve()
     if folder.parent.name != "runs":
         return None
-    try:
-        point, digest = read_run(folder)
-        series, _ = history(folder.parent.parent, newest=3 * last)
+    try:   # (results.jsonl only: pyarrow stays out of the pytest process, see reports/parquet.py)
+        point, digest = read_run(folder, parquet=False)
+        series, _ = history(folder.parent.parent, newest=last, parquet=False)
     except QconformError:
         return None
     s = next((x for x in series if x.digest == digest), None)
@@ -280,7 +281,7 @@ def html_section(run_folder: str | Path, last: int = LAST) -> str | None:
     s.runs = [r for r in s.runs if r.order <= point.order]
     e = _html.escape
     out = ['<h2 id="history-section">History</h2>',
-           f"<p>{len(s.runs)} runs of this case set under {e(str(folder.parent.parent))} (oldest first; "
+           f"<p>{len(s.runs)} runs of this case set among the newest {last} under {e(str(folder.parent.parent))} (oldest first; "
            f"<code>qconform history {e(str(folder.parent.parent))}</code> shows every one).</p>",
            f'<img id="history-trend" alt="trend" src="data:image/svg+xml;base64,{base64.b64encode(svg(s)).decode()}"/>']
     since = s.failing_since()

@@ -327,7 +327,9 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
 
     parts.append(since or since_section(None))   # ---- new since the baseline, or that there is none (#22)
     # ---- new failures: what fails the run, each with its reproduction
-    parts.append('<h2 id="new-section">New failures</h2>')
+    # (with a baseline, "new" is the section above's: these are the unexplained ones, new or still failing)
+    parts.append('<h2 id="new-section">' + ("New failures" if since is None else
+                                            "Failures no known finding explains (new and still failing)") + "</h2>")
     new = page.new.first()
     if new:
         parts.append("<p>Failures and errors that no known finding (suite/core/findings.toml) or waiver explains: "

@@ -132,7 +132,8 @@ def merge(dirs: list[str | Path], out: str | Path, run_id: str) -> tuple[Report,
     complete = all(_complete(info) for _, info in shards)
     started = min((i.get("started") for _, i in shards if i.get("started")), default=None)
     finished = max((i.get("finished") for _, i in shards if i.get("finished")), default=None)
-    options = {k: v for k, v in first["options"].items() if k != "shard"}
+    # (a shard's --baseline is not the merged run's: its report is not compared; qconform diff does that)
+    options = {k: v for k, v in first["options"].items() if k not in ("shard", "baseline")}
     options.update(report_dir=str(dest), tolerance_copy=str(dest / TOLERANCE_COPY),
                    certify=any(i["options"].get("certify") for _, i in shards),
                    shards=first["options"]["shard"]["count"])

@@ -359,7 +359,8 @@ def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[d
     out += [f"- {_md(m)}" for m in where] + ([""] if where else [])
     out.append(since or since_section(None))   # new since the baseline, or that there is none (#22)
     if new:
-        out.append("## New failures\n")
+        out.append("## New failures\n" if since is None else   # (with a baseline: new or still failing)
+                   "## Failures no known finding explains (new and still failing)\n")
         out.append("| case | target | status | max_abs_lsb | worst element | witnesses | reason | reproduce |\n"
                    "|---|---|---|---|---|---|---|---|")
         out += ["| " + " | ".join(_md(v) for v in (

@@ -314,7 +314,8 @@ class QconformSession:
                        "workers": getattr(self.config.option, "numprocesses", None), "filtered": self.filtered,
                        "tolerance_digest": self.tolerance_digest,
                        "tolerance_copy": str(self.folder.path / TOLERANCE_COPY),
-                       "model": self.config.option.model, "shard": self.shard_doc}
+                       "model": self.config.option.model, "shard": self.shard_doc,
+                       "baseline": str(self.baseline) if self.baseline else None}   # (#22: the run compared with)
             self._doc = run_info(run_id=self.run_id, options=options, targets=targets, unavailable=self.unavailable,
                                  started=self.started, command=[str(a) for a in self.config.invocation_params.args],
                                  isa=isa_flags())

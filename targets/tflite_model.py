@@ -53,6 +53,17 @@ TENSOR_TYPES = {
 }
 
 
+def refusal(case, dtypes: set[str], no_dtype: str) -> str | None:
+    """Why a runtime taking this module's .tflite cannot express ``case``: a tensor type outside
+    ``dtypes`` (``no_dtype`` formatted with it), or an op with no builtin mapping; else None."""
+    for t in list(case.inputs) + list(case.outputs):
+        if t.dtype not in dtypes:
+            return no_dtype.format(t.dtype)
+    if case.op not in OPTIONS:
+        return f"no TFLite builtin mapping for {case.op}"
+    return None
+
+
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(p[:1].upper() + p[1:] for p in rest)

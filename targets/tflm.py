@@ -47,16 +47,11 @@ class TflmTarget(Target):
     def versions(self):
         return {"tflite-micro": version("tflite-micro")}
 
-    #: tensor types TFLM's kernels compute on as quantized activations
-    KERNEL_DTYPES = {"int8", "uint8", "int16", "int32", "int64", "float32", "bool"}
+    #: tensor types the target feeds and fetches (NumPy has no 4-bit arrays); TFLM refuses the rest itself
+    FED_DTYPES = set(tflite_model.TENSOR_TYPES) - {"int4", "uint4"}
 
     def unsupported(self, case):
-        for t in list(case.inputs) + list(case.outputs):
-            if t.dtype not in self.KERNEL_DTYPES:
-                return f"TFLM's kernels do not compute on {t.dtype} tensors"
-        if case.op not in tflite_model.OPTIONS:
-            return f"no TFLite builtin mapping for {case.op}"
-        return None
+        return tflite_model.refusal(case, self.FED_DTYPES, "the tflm target does not feed or fetch {} tensors")
 
     def run(self, cases, timing: Timing) -> list[Outcome]:
         outs = []
@@ -77,7 +72,10 @@ class TflmTarget(Target):
             raise Unsupported(f"TFLM rejected the model: {_said(mark, e)}") from None
         for k, ci in enumerate(built.input_indices):
             t = case.inputs[ci]
-            it.set_input(np.asarray(t.data).astype(DTYPES[t.dtype].storage).reshape(t.shape), k)
+            try:
+                it.set_input(np.asarray(t.data).astype(DTYPES[t.dtype].storage).reshape(t.shape), k)
+            except ValueError as e:   # its Python binding maps no NumPy type to the tensor's (uint16)
+                raise Unsupported(f"TFLM's Python interpreter refused the input: {_said(None, e)}") from None
         spent = [0.0]
 
         def invoke():

@@ -9,6 +9,12 @@ from pathlib import Path
 
 import pytest
 
+# pandas and pyarrow's pandas bridge imported up front: pytester's in-process runs restore
+# sys.modules afterwards, and a pandas first imported inside one would be dropped while pyarrow
+# keeps its classes, so a later pd.read_parquet fails (isinstance against a re-imported pandas).
+import pandas  # noqa: F401,E402
+import pyarrow.pandas_compat  # noqa: F401,E402
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # The project's tests must not fill the user's QNN context cache (~/.cache/qconform/qnn):

@@ -295,6 +295,11 @@ def test_diff_bad_input(tmp_path, diff):
     (base / "run.json").unlink()
     code, _, err = diff(str(base), str(run))
     assert code == 2 and "run.json" in err and "BASELINE_DIR" in err
+    # a run without summary.csv: its group verdicts are unknown, so no verdict at all
+    base = _write(tmp_path / "c", [_row("ADD-x-000")])
+    (run / "summary.csv").unlink()
+    code, out, err = diff(str(base), str(run))
+    assert code == 2 and "summary.csv" in err and "RUN_DIR" in err and "NO REGRESSION" not in out
 
 
 def test_latency_test_effect_and_minimum(tmp_path, diff):
@@ -322,7 +327,8 @@ def test_latency_test_effect_and_minimum(tmp_path, diff):
 
 def test_same_configuration_twice_beside_a_cpu_bound_job_exits_0(tmp_path, diff):
     """The false red of issue #22: the same commit and options run twice, the second beside a
-    CPU-bound process (slower timings), compare without a regression; latency is listed, never gated."""
+    CPU-bound process (slower timings), compare without a regression; latency is listed, never gated.
+    (Each run in a process of its own: run in-process here, with pytester, the test process aborted, SIGABRT.)"""
     import subprocess
     import sys
 
@@ -331,7 +337,7 @@ def test_same_configuration_twice_beside_a_cpu_bound_job_exits_0(tmp_path, diff)
     pytest.importorskip("ai_edge_litert")
 
     def run(name):
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--report-dir", str(tmp_path / name),
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--report-dir={tmp_path / name}",
                "--target=ort,tflite", "--ops", "ADD,ARG_MAX"]
         p = subprocess.run(cmd, check=False, cwd=ROOT, capture_output=True, text=True, timeout=600)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
@@ -371,3 +377,15 @@ def test_new_group_verdict_bias_heads_the_diff(pytester, diff, tmp_path, monkeyp
     assert code == 0 and "fixed group verdicts (2):\n  bias on ADD/mykernel" in out, out
     code, out, _ = diff(str(folders["bad"]), str(folders["bad2"]))
     assert code == 0 and "still-failing group verdicts (2):" in out and "new group verdict" not in out, out
+
+
+def test_group_verdicts_compare_certificates_only_when_both_runs_certified(tmp_path):
+    from reports.groups import compare, read_group_verdicts
+    cert = {"ops": [{"op": "ADD", "target": "t", "spec": "litert-int8", "verdict": "non-conformant", "op_failures": []}]}
+    a, b = _write(tmp_path / "a", [_row("ADD-x-000")]), _write(tmp_path / "b", [_row("ADD-x-000")])
+    (b / "certificate.json").write_text(json.dumps(cert))
+    got = compare(read_group_verdicts(a), read_group_verdicts(b), {("ADD", "t")})
+    assert got == {"new": [], "fixed": [], "still": [], "known": []}   # a certificate in the run only
+    (a / "certificate.json").write_text(json.dumps({"ops": []}))
+    got = compare(read_group_verdicts(a), read_group_verdicts(b), {("ADD", "t")})
+    assert [v["label"] for v in got["new"]] == ["certification litert-int8 on ADD/t"]

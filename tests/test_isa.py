@@ -164,5 +164,20 @@ def test_cross_device_smoke_local_and_haswell(run_suite):
     assert "cross-device: 1 (op, target)s compared between local, qemu-x86:Haswell" in proc.stdout
     md = (rd / "summary.md").read_text()
     assert "| FULLY_CONNECTED | ort | local, qemu-x86:Haswell | 1 |" in md and "device qemu-x86:Haswell: " in md
+    doc = json.loads((rd / "run.json").read_text())
+    assert doc["host"]["isa"] == device_runner.isa_flags()
+    assert doc["devices_isa"]["qemu-x86:Haswell"] == ["avx2", "fma", "sse4_1"]
     if "avx512_vnni" in device_runner.isa_flags():
         assert rows["local"]["status"] == "pass" and "| FULLY_CONNECTED | ort | local, qemu-x86:Haswell | 1 | 1 |" in md
+
+
+def test_a_group_s_bias_finding_holds_on_the_isa_of_every_row():
+    from reports.causes import BiasTally
+    t = BiasTally()
+    for isa in ("sse4_1", "sse4_1"):
+        t.add({"status": "pass", "isa": isa})
+    assert t.isa == frozenset({"sse4_1"})
+    assert match("ADD", "ort", "*", "bias-", isa=t.isa).id == "ort-sse41-add-bias-low"
+    assert match("ADD", "ort", "*", "bias-", isa=frozenset({"avx2", "sse4_1"})) is None
+    t.add({"status": "pass"})   # a row whose CPU is not recorded: the group's ISA is unknown
+    assert t.isa is None and match("ADD", "ort", "*", "bias-", isa=t.isa) is None

@@ -131,3 +131,16 @@ def test_findings_minimal_cases_reproduce(target):
         assert o.status == "ok", f"{f.id}: {o.status}: {o.reason}"
         assert [np.asarray(g).ravel().tolist() for g in o.outputs] != \
             [np.asarray(w).ravel().tolist() for w in golden(c)], f"{f.id}: now gives the golden's value"
+
+
+def test_a_run_names_witnesses_judged_after_the_failing_target(run_suite):
+    """tflm's RELU6 (a known finding) is judged first: the other targets' batches holding the
+    same cases are judged at once, so its rows name them."""
+    _target("tflm")
+    proc, rd = run_suite("--target=tflm,tflite-ref,ort", "--ops", "RELU6", "--cases-per-op", "4")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    import json
+    rows = [json.loads(ln) for ln in (rd / "results.jsonl").read_text().splitlines()]
+    bad = [r for r in rows if r["target"] == "tflm" and r["status"] == "fail"]
+    assert bad and all(r["witnesses_golden"] == ["ort", "tflite-ref"] and r["witnesses_target"] == [] for r in bad)
+    assert len(rows) == 12 and not any("witnesses_golden" in r for r in rows if r["status"] == "pass")

@@ -29,6 +29,7 @@ from suite.bench import golden, suite_run, throughput
 from suite.bench.cases import OPS
 from suite.core.errors import QconformError
 from suite.harness.options import MAX_CASES_PER_OP, MAX_REPEATS
+from targets.device_runner import isa_flags
 
 THROUGHPUT_TARGETS = ["tflite", "tflite-ref", "ort", "htp"]
 CASES_PER_OP = 30   # the default run's

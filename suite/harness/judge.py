@@ -127,9 +127,12 @@ class Judge:
         v.row = self._row(v, case, o, cmp, tol)
         if cmp is not None and not cmp.garbage:
             v.row.update(self._analyse(case, cmp, want))
+        isa = _isa(o)
+        if isa is not None:   # (the CPU's ISA: a group's bias finding may depend on it, reports.causes)
+            v.row.setdefault("isa", " ".join(sorted(isa)))
         if v.status.is_bad and not v.golden_error:   # the region of a finding: of the case and its verdict
             f = match(case.op, target, case.variant, v.status.value, verdict_params(case, v.row, v.status.value),
-                      isa=_isa(o))
+                      isa=isa)
             if f is not None:
                 v.finding = v.row["finding"] = f.id
                 v.reason = v.row["reason"] = f"known finding {f.id}: {f.reason}; {v.reason}"
