@@ -49,6 +49,7 @@ from reports.since import markdown_section as since_markdown
 from reports.summary import SUMMARY_CSV, SUMMARY_MD, Summary, markdown_file, to_csv
 from suite.core.findings import brief, why
 from suite.core.errors import QconformError
+from suite.core.text import clean_tree
 from suite.core.tolerance import DEFAULT_FILE, load_policy
 from suite.core.verdict import Status
 
@@ -138,7 +139,8 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     """
     d = Path(run_dir)
     child = _parquet_child(d) if parquet_in_child and (d / RESULTS).exists() else None
-    info = run_info if run_info is not None else read_run_info(d)
+    run_info = clean_tree(run_info)   # (its text is shown by every report: suite/core/text.py)
+    info = run_info if run_info is not None else clean_tree(read_run_info(d))
     report = Report(summary=[])
     failed: dict[str, Exception] = {}   # what broke: the artefacts made of it are not written
 

@@ -47,6 +47,7 @@ from suite.core import findings as _findings
 from suite.core import keyed
 from suite.core.spec import SPEC_DIR
 from suite.core.tolerance import DEFAULT_FILE as DEFAULT_TOLERANCE
+from suite.core.text import md_cell, md_code
 from suite.core.tolerance import sign_test_p
 from suite.core.errors import QconformError
 from suite.core.userfile import read_text
@@ -456,9 +457,9 @@ def to_markdown(cert: dict[str, Any]) -> str:
     for t, v in (cert.get("targets") or {}).items():
         vers = ", ".join(f"{k} {x}" for k, x in (v.get("versions") or {}).items()) or "(no versions)"
         rest = "; ".join(f"{k}: {x}" for k, x in v.items() if k not in ("versions",) and x not in (None, "", {}, []))
-        L.append(f"- **{t}**: {vers}" + (f"; {rest}" if rest else ""))
+        L.append(f"- **{md_cell(t)}**: {md_cell(vers)}" + (f"; {md_cell(rest)}" if rest else ""))
     if cert.get("waiver_problems"):
-        L += ["", "## WAIVER PROBLEMS", ""] + [f"- **{p}**" for p in cert["waiver_problems"]]
+        L += ["", "## WAIVER PROBLEMS", ""] + [f"- **{md_cell(p)}**" for p in cert["waiver_problems"]]
     L += ["", "## Verdicts", "", ("| target | spec | op | verdict | cases | passed | bit-exact | failed | errors | "
                                   "unsupported | waived | bit-exact % | max abs LSB | best scheme (declared) | "
                                   "bias: mean, above/below, p | tolerance | case digest |"),
@@ -470,12 +471,12 @@ def to_markdown(cert: dict[str, Any]) -> str:
                         + (f", bias p < {t['bias_alpha']:g}" if t.get("bias_alpha") else "") + ")"
                         for t in o["tolerance"]) or "-"
         bias = "-" if b.get("mean_lsb") is None else f"{b['mean_lsb']:+g}, {b['above']}/{b['below']}, {b['p']:g}"
-        L.append(f"| {o['target']} | {o['spec']} | {o['op']} | **{o['verdict']}** | {c['cases']} | {c['passed']} | "
+        L.append(f"| {md_cell(o['target'])} | {o['spec']} | {o['op']} | **{o['verdict']}** | {c['cases']} | {c['passed']} | "
                  f"{c['bit_exact']} | {c['failed']} | {c['errors']} | {c['unsupported']} | {c['waived']} | "
                  f"{'-' if o['bit_exact_pct'] is None else o['bit_exact_pct']} | "
                  f"{'-' if o['max_abs_lsb'] is None else format(o['max_abs_lsb'], 'g')} | "
                  f"{o.get('best_scheme')} {o.get('best_scheme_exact_pct')}% ({o.get('declared_scheme')}) | {bias} | "
-                 f"{tol} | `{o['case_digest'][:16]}` |")
+                 f"{md_cell(tol)} | `{o['case_digest'][:16]}` |")
     L += ["", "## Spec clauses covered (cases)", ""]
     for o in cert.get("ops") or []:
         L.append(f"- {o['op']} ({o['spec']}) on {o['target']}: "
@@ -483,20 +484,22 @@ def to_markdown(cert: dict[str, Any]) -> str:
     whole = [(o, w) for o in cert.get("ops") or [] for w in o.get("op_failures", ())]
     if whole:
         L += ["", "## Failing as a whole (bias, declared scheme)", ""]
-        L += [f"- {o['op']} ({o['spec']}) on {o['target']}: {w}" for o, w in whole]
+        L += [f"- {o['op']} ({o['spec']}) on {md_cell(o['target'])}: {md_cell(w)}" for o, w in whole]
     bad = [(o, f) for o in cert.get("ops") or [] for f in o["failing"]]
     if bad:
         L += ["", "## Failing cases", ""]
         for o, f in bad:
-            L.append(f"- `{f['case_id']}` on {o['target']}: {f['status']}, {f.get('reason') or ''}")
+            L.append(f"- {md_code(f['case_id'])} on {md_cell(o['target'])}: {f['status']}, "
+                     f"{md_cell(f.get('reason') or '')}")
             if f.get("repro"):
-                L.append(f"  - reproduce: `{f['repro']}`")
+                L.append(f"  - reproduce: {md_code(f['repro'])}")
     if cert.get("waived"):
         L += ["", "## Waived cases", ""]
-        L += [f"- `{w['case_id']}` on {w['target']}: waiver {w['waiver']}, until {w['until']}" for w in cert["waived"]]
+        L += [f"- {md_code(w['case_id'])} on {md_cell(w['target'])}: waiver {md_cell(w['waiver'])}, until "
+              f"{md_cell(w['until'])}" for w in cert["waived"]]
     wf = (cert.get("waivers") or {}).get("files") or {}
-    if wf:
-        L += ["", "Waiver files: " + ", ".join(f"`{f}` sha256 `{d}`" for f, d in wf.items())]
+    if wf:   # (a file's name is the user's: as code, no backtick in it)
+        L += ["", "Waiver files: " + ", ".join(f"{md_code(f)} sha256 `{d}`" for f, d in wf.items())]
     return "\n".join(L) + "\n"
 
 

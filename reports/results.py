@@ -2,7 +2,11 @@
 
 Rows are written with a single ``write`` on a file opened for appending, so
 several pytest-xdist workers can share one file, and a run killed with SIGKILL
-loses at most the case in flight. Readers skip a torn last line.
+loses at most the case in flight. Readers skip a torn last line (one without its newline:
+``--resume`` cuts it off); every other line must be a row as written (:func:`parse_row`:
+JSON, a ``status`` of :class:`suite.core.verdict.Status`, finite numbers), else one
+QconformError names the file and the line. Every string read is cleaned of control and
+undecodable characters (suite/core/text.py) before any report sees it.
 
 A row's ``status`` is the value of a :class:`suite.core.verdict.Status`. The same
 (case_id, target, device) may have several rows (a test run again, a resumed run): the
@@ -23,9 +27,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import math
+
 import numpy as np
 
-from suite.core.verdict import ORDER
+from suite.core.errors import QconformError
+from suite.core.text import clean_tree
+from suite.core.verdict import ORDER, Status
 
 RESULTS = "results.jsonl"
 
@@ -41,8 +49,10 @@ class ResultWriter:
         self._fd = os.open(self.path, flags, 0o644)
 
     def append(self, row: dict[str, Any]) -> bytes:
-        """Write one row (one line); returns the line."""
+        """Write one row (one line), its text cleaned (suite/core/text.py); returns the line."""
         line = (json.dumps(row, separators=(",", ":"), default=_default) + "\n").encode()
+        if b"\\u" in line:   # (ASCII JSON: a control, undecodable or other non-ASCII character is escaped)
+            line = (json.dumps(clean_tree(row), separators=(",", ":"), default=_default) + "\n").encode()
         os.write(self._fd, line)   # one write per row: atomic with O_APPEND, survives kill -9
         return line
 
@@ -74,28 +84,76 @@ def _file(path: str | os.PathLike) -> Path:
 
 
 def scan(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(byte offset, row) of every complete row of a results.jsonl (or of the one in a folder)."""
+    """(byte offset, row) of every complete row of a results.jsonl (or of the one in a folder);
+    QconformError naming the file and line for a line that is not a row (a torn last line is
+    skipped)."""
     p = _file(path)
     if not p.exists():
         return
     offset = 0
     with open(p, "rb") as f:
-        for raw in f:
+        for n, raw in enumerate(f, 1):
             at, offset = offset, offset + len(raw)
-            row = _parse(raw)
+            try:
+                row = _parse(raw)
+            except ValueError as e:
+                if not raw.endswith(b"\n"):   # the last line, torn by a killed run: no row yet
+                    return
+                raise QconformError(f"line {n} is not a result row: {e}", source=str(p),
+                                    rule="one JSON row per line as qconform writes it; a corrupt run is not "
+                                         "reported or compared") from None
             if row is not None:
                 yield at, row
 
 
-def _parse(raw: bytes) -> dict[str, Any] | None:
+#: fields every row has, and the numeric ones (a number or null, finite, within int64 if whole)
+REQUIRED = ("case_id", "target", "status")
+NUMERIC = ("index", "elements", "mismatches", "max_abs_lsb", "mean_err_lsb", "sum_err_lsb", "pos_err", "neg_err",
+           "p50_us", "p90_us", "min_us", "spread_us", "latency_n", "seconds")
+_STATUSES = frozenset(s.value for s in Status)
+
+
+def _not_finite(token):
+    raise ValueError(f"{token} is not a finite number")
+
+
+def _finite_float(text: str) -> float:
+    x = float(text)
+    if not math.isfinite(x):
+        raise ValueError(f"{text} is not a finite number")
+    return x
+
+
+def parse_row(raw: bytes | str) -> dict[str, Any] | None:
+    """One results.jsonl line as a row (None for a blank line); ValueError saying what is wrong."""
     raw = raw.strip()
     if not raw:
         return None
     try:
-        row = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None   # a line torn by a killed run
-    return row if isinstance(row, dict) else None
+        row = json.loads(raw, parse_constant=_not_finite, parse_float=_finite_float)
+    except UnicodeDecodeError as e:
+        raise ValueError(f"not UTF-8 ({e.reason} at byte {e.start})") from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not JSON ({e.msg}, column {e.colno})") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"a JSON {type(row).__name__}, not an object")
+    for k in REQUIRED:
+        if not isinstance(row.get(k), str) or not row[k]:
+            raise ValueError(f"field '{k}' is missing or not a string")
+    if row["status"] not in _STATUSES:
+        raise ValueError(f"status {row['status'][:40]!r} is none of {', '.join(sorted(_STATUSES))}")
+    for k in NUMERIC:
+        v = row.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or abs(v) >= 2 ** 63):
+            raise ValueError(f"field '{k}' is {str(v)[:40]!r}, not a finite number")
+    if isinstance(raw, bytes) and b"\\u" not in raw and b"\xc2" not in raw and b"\x7f" not in raw:
+        return row   # (no escaped or C1 character: nothing to clean)
+    return clean_tree(row)
+
+
+_parse = parse_row
 
 
 def iter_rows(path: str | os.PathLike) -> Iterator[dict[str, Any]]:

@@ -22,6 +22,7 @@ from reports.runinfo import missing_rows
 from reports.since import markdown_section as since_section
 from reports.runinfo import machines
 from suite.core.findings import why
+from suite.core.text import md_cell, md_code
 from suite.core.verdict import ERRORS, Status
 
 COLUMNS = ["op", "target", "cases", "passed", "failed", "unsupported", "errors", "bit_exact_pct",
@@ -334,7 +335,7 @@ def to_markdown(summary: list[dict]) -> str:
     cols = columns_of(summary)
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for r in summary:
-        lines.append("| " + " | ".join(fmt(r[c]) for c in cols) + " |")
+        lines.append("| " + " | ".join(_md(r[c]) for c in cols) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -343,7 +344,7 @@ MD_NEW_CAP = 100
 
 
 def _md(v) -> str:
-    return fmt(v).replace("|", "\\|").replace("\n", " ")
+    return md_cell(fmt(v))
 
 
 def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[dict] | None = None,
@@ -365,7 +366,7 @@ def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[d
         out += ["| " + " | ".join(_md(v) for v in (
             r.get("case_id"), r.get("target"), r.get("status"), r.get("max_abs_lsb"), worst_text(r),
             witness.row_text(r) or None,   # (reports/witness.py)
-            r.get("reason"), f"`{r['repro']}`" if r.get("repro") else None)) + " |" for r in new[:MD_NEW_CAP]]
+            r.get("reason"))) + f" | {md_code(r['repro']) if r.get('repro') else ''} |" for r in new[:MD_NEW_CAP]]
         more = (n_new or len(new)) - min(len(new), MD_NEW_CAP)
         out.append(f"\n{more} more: index.html and results.jsonl list them all.\n" if more > 0 else "")
     bad = with_failures(summary, known=False)

@@ -446,6 +446,16 @@ class QconformSession:
         if self.run is not None:   # (an xdist worker runs only the groups it is given: each when asked)
             self.run.plan(pairs, lazy=not self.controller)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        """pytest-xdist's controller (which collects nothing itself): the run's planned results,
+        from what a worker collected (every worker collects every test)."""
+        if self.resumed is None and self.distributed:   # (resumed: each worker deselects what it finds recorded)
+            planned = sum("::test_case[" in i for i in ids) * self._rows_per_pair()
+            if planned != self.planned:
+                self.planned = self._doc["planned"] = planned
+                write_run_info(self.folder.path, self._doc)
+
     def _rows_per_pair(self) -> int:
         o = self.config.option
         return len(parse_device_list(o.device)) if o.device and o.device_dist == "each" else 1
@@ -496,14 +506,14 @@ class QconformSession:
             self.run.close()
         if not self.controller:
             return
-        if self.resumed is not None:   # the exit status of the whole run, recorded rows included
-            bad = any(Status(r.get("status", "error")).is_bad and not r.get("finding")
-                      for r in iter_rows(self.folder.path) if r.get("run_id") == self.run_id)
-            if bad and session.exitstatus in (0, 5):
-                session.exitstatus = 1
-            elif not bad and session.exitstatus == 5:
-                session.exitstatus = 0
         try:
+            if self.resumed is not None:   # the exit status of the whole run, recorded rows included
+                bad = any(Status(r["status"]).is_bad and not r.get("finding")
+                          for r in iter_rows(self.folder.path) if r.get("run_id") == self.run_id)
+                if bad and session.exitstatus in (0, 5):
+                    session.exitstatus = 1
+                elif not bad and session.exitstatus == 5:
+                    session.exitstatus = 0
             if self.graph is not None:   # layers.csv, models.csv: before the page, which shows them
                 self.model_lines = model_lines(write_model_reports(
                     self.folder.path, self.graph, self.model_feeds, self.targets, self.policy, self.opts.scheme,
@@ -516,7 +526,7 @@ class QconformSession:
                 if self.interrupted:
                     session.exitstatus = pytest.ExitCode.INTERRUPTED
                 doc = self._doc = self._write_run_info(finished=now(), exit_status=int(session.exitstatus),
-                                           interrupted=self.interrupted, planned=self.planned)
+                                                           interrupted=self.interrupted, planned=self.planned)
                 self.report = write_reports(self.folder.path, policy=self.policy,
                                             parquet_in_child=True,
                                             waivers=self.run.waivers if self.run else None,
@@ -533,17 +543,25 @@ class QconformSession:
                 session.exitstatus = 1
             if session.exitstatus == 0 and self.report.missing:   # a planned case without a row is no pass
                 session.exitstatus = pytest.ExitCode.INTERRUPTED
+            if session.exitstatus == 0 and self.report.errors:   # a run whose reports are lost is no pass
+                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
             complete = (session.exitstatus in (0, 1, 5) and not self.interrupted and not self.report.missing
                         and not session.shouldstop and not session.shouldfail)
             if complete and not self.filtered:
                 self.folder.mark_latest()
-        except QconformError as e:
+        except QconformError as e:   # (the rows cannot be read, `latest` cannot be moved)
             self.report_error = str(e)
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         except OSError as e:   # run.json cannot be written (full disk, read-only): one line naming it
             self.report_error = str(disk_error(Path(e.filename or self.folder.path), e))
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         finally:
             self.folder.close()
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if exitstatus == pytest.ExitCode.INTERNAL_ERROR and tr is not None:   # (pytest gives no terminal summary then)
+            for line in ([self.report_error] if getattr(self, "report_error", None) else []) + \
+                    [f"could not write {e}" for e in (self.report.errors if self.report else [])]:
+                tr.write_line(f"qconform: {line}", red=True)
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
         tr = terminalreporter

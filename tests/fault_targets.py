@@ -6,7 +6,8 @@ case ids to fault kinds; it comes from the ``QCONFORM_FAULTS`` environment varia
 (JSON ``{"ADD-tie-000": "segv", ...}``, inherited by the isolation worker) or,
 without it, :data:`DEFAULT_PLAN`. :data:`EXPECTED` is the verdict each kind must get.
 ``QCONFORM_FAULT_DELAY`` (seconds) slows every case down; ``QCONFORM_FAULT_INIT`` makes
-creating the target fail: ``raise`` (an exception) or ``exit`` (the process ends with status 9).
+creating the target fail: ``raise`` (an exception) or ``exit`` (the process ends with status 9);
+``hang_in_worker`` makes it hang in the isolation worker.
 Every ``ok`` outcome names the case it was computed for (``ran_case``) and the process
 (``pid``), so a test can see that each outcome reached its own case.
 
@@ -49,6 +50,9 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "noisy": ("pass", ""),                  # prints to fd 1 and 2, then the right answer
     "off": ("fail", "LSB"),                 # a numeric mismatch: fail, not error
     "unsupported": ("unsupported", "cannot do this one"),
+    "pipe": ("error", "unreadable reply"),  # garbage written into the worker's pipe to the suite
+    "pipe_frame": ("error", "unreadable reply"),   # the same, framed: a length, then bytes that are no pickle
+    "badtext": ("error", "kernel said"),    # an error text with undecodable and control characters
 }
 
 DEFAULT_PLAN = {
@@ -65,6 +69,19 @@ def plan() -> dict[str, str]:
 def _golden(case):
     from reference import golden
     return [np.array(o) for o in golden(case)]
+
+
+def _write_protocol_pipes(data: bytes) -> None:
+    """Write ``data`` into every pipe this process holds open for writing: in the isolation
+    worker, its reply pipe to the suite (as a kernel scribbling on a stray descriptor would)."""
+    import fcntl
+    import stat
+    for fd in range(3, 64):
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:
+                os.write(fd, data)
+        except OSError:
+            pass
 
 
 def misbehave(kind: str, case):
@@ -89,6 +106,12 @@ def misbehave(kind: str, case):
             pass
     elif kind == "raise":
         raise RuntimeError("kernel exploded")
+    elif kind == "badtext":   # (a lone surrogate: bytes decoded with surrogateescape)
+        raise RuntimeError(b"kernel said \xff\xfe \x1b[31mred\x00 | *bold* <b>x</b>".decode("utf-8", "surrogateescape"))
+    elif kind == "pipe":
+        _write_protocol_pipes(b"garbage!" * 4)
+    elif kind == "pipe_frame":
+        _write_protocol_pipes(len(b"garbage!").to_bytes(8, "little") + b"garbage!")
     elif kind == "unsupported":
         raise Unsupported("this kernel cannot do this one")
     outs = _golden(case)
@@ -133,6 +156,8 @@ class Faulty(Target):
             raise RuntimeError("the runtime is missing here")
         if init == "exit":
             os._exit(9)
+        if init == "hang_in_worker" and getattr(sys.modules["__main__"].__spec__, "name", "") == "suite.harness.worker":
+            time.sleep(3600)   # (the suite's own process makes it fine: only its worker hangs)
         from reference import golden  # noqa: F401  (imported now, not inside the first case's time limit)
 
     def run_one(self, case, timing: Timing) -> Outcome:
@@ -170,3 +195,12 @@ class InProcessFaulty(Faulty):
 
     name = "inprocess-faulty"
     isolate = False
+
+
+class VersionedFaulty(InProcessFaulty):
+    """InProcessFaulty with a runtime version, so a waiver can name it."""
+
+    name = "versioned-faulty"
+
+    def versions(self):
+        return {"faulty": "1.0"}

@@ -54,8 +54,8 @@ def register(sub):
 
 def run(args) -> int:
     for name, v in (("--latency-threshold", args.latency_threshold), ("--latency-min-us", args.latency_min_us)):
-        if not v >= 0:
-            raise QconformError(f"must be >= 0 (got {v})", field=name)
+        if not 0 <= v < float("inf"):   # (NaN compares false: it would pass every latency)
+            raise QconformError(f"must be a finite number >= 0 (got {v})", field=name)
     if not 0 < args.latency_p <= 1:
         raise QconformError(f"must be in (0, 1] (got {args.latency_p})", field="--latency-p")
     d = diff_runs(args.baseline, args.run_dir, args.latency_threshold, args.allow_missing, args.allow_different,

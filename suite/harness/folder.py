@@ -5,7 +5,9 @@ run can never write into it (``--resume`` of a running run is refused). When a r
 complete and unfiltered (no ``-k``, ``--lf``, ``--case-file`` ...), ``<root>/latest`` is
 pointed at it (a relative symlink, replaced atomically). Every file is written whole
 (a temporary file renamed into place; removed on any error), and a folder that cannot be
-written (read-only, full disk) is one :class:`DiskError` naming the path.
+written (read-only, full disk) is one :class:`DiskError` naming the path. A new run keeps
+``RESERVE`` bytes of the disk (``.reserve``), given back when it ends: a disk that fills up
+during the run still takes the end's run.json (finished, exit status) and a small report.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from reports.results import RESULTS, ResultWriter
 from suite.core.errors import QconformError
 
 LOCK = ".lock"
+RESERVE = ".reserve"
+RESERVE_BYTES = 128 * 1024   # run.json, summary.csv and summary.md of a hundred (op, target)s
 _SAFE = re.compile(r"[^A-Za-z0-9._~+-]")
 
 
@@ -54,6 +58,7 @@ class RunFolder:
         self.path = Path(path)
         self._lock_fd = lock_fd
         self._writer: ResultWriter | None = None
+        self._reserved = False   # this process keeps the folder's RESERVE
 
     @property
     def root(self) -> Path:
@@ -69,12 +74,21 @@ class RunFolder:
                                 field="--report-dir", rule="each run writes its own folder") from None
         except OSError as e:
             raise disk_error(path, e) from None
-        return cls(path, _lock(path))
+        folder = cls(path, _lock(path))
+        try:   # (written, not sparse: the blocks are the run's)
+            write_whole(path / RESERVE, bytes(RESERVE_BYTES))
+            folder._reserved = True
+        except BaseException:
+            folder.close()
+            raise
+        return folder
 
     @classmethod
     def resume(cls, path: str | os.PathLike) -> "RunFolder":
         path = Path(path)
-        return cls(path, _lock(path))
+        folder = cls(path, _lock(path))
+        folder._reserved = (path / RESERVE).exists()   # (left by a killed run: given back at this one's end)
+        return folder
 
     @classmethod
     def join(cls, path: str | os.PathLike) -> "RunFolder":
@@ -113,7 +127,17 @@ class RunFolder:
         except OSError as e:
             raise disk_error(latest, e) from None
 
+    def give_back_reserve(self) -> None:
+        """Free the space kept for the run's end (the rows are all written by now)."""
+        if self._reserved:
+            self._reserved = False
+            try:
+                (self.path / RESERVE).unlink()
+            except OSError:
+                pass
+
     def close(self) -> None:
+        self.give_back_reserve()
         if self._writer is not None:
             self._writer.close()
             self._writer = None
@@ -150,9 +174,11 @@ def write_whole(path: Path, data: bytes) -> None:
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
-    except OSError as e:
+    except BaseException as e:   # (a signal too: no *.tmp left behind)
         try:
             tmp.unlink()
         except OSError:
             pass
-        raise disk_error(path, e) from None
+        if isinstance(e, OSError):
+            raise disk_error(path, e) from None
+        raise

@@ -11,7 +11,9 @@ wrong becomes the verdict of *that* case:
   process group) is killed;
 * either inside a batch of several cases cannot be attributed, so that batch is run again
   one case at a time, a fresh worker after each crash;
-* a worker that cannot create the target -> ``error`` for the batch, with why.
+* a worker that cannot create the target -> ``error`` for the batch, with why; one that does
+  not create it within ``START_TIMEOUT`` (a constructor that hangs) -> ``timeout while
+  starting`` for every case of that target, waited for once: the run goes on.
 
 The worker is started when the run starts, so it imports its runtime while the cases are
 made and collected; its first message carries the target's versions. Batches are queued
@@ -144,6 +146,8 @@ class Worker:
         while True:
             if len(self._buf) >= head:
                 (n,) = protocol._HEAD.unpack_from(self._buf)
+                if n > protocol.MAX_FRAME:   # garbage in the pipe, not a frame's length
+                    return ("bad", f"a frame of {n} bytes")
                 if len(self._buf) >= head + n:
                     body = bytes(self._buf[head:head + n])
                     del self._buf[:head + n]
@@ -223,6 +227,7 @@ class Isolated:
         self._versions: dict[str, str] | None = None
         self._todo: deque = deque()   # batches (cases, alone, timing) not yet in the worker
         self._sent: deque = deque()   # batches in the worker, in order
+        self._hung: Outcome | None = None   # the target's constructor hung: every case's verdict
         self.stats: Counter = Counter()
 
     def versions(self) -> dict[str, str]:
@@ -234,6 +239,8 @@ class Isolated:
 
     def _live(self) -> "Worker | Outcome":
         """The ready worker (a new one if the last died), or the Outcome of why none could start."""
+        if self._hung is not None:   # (not waited for again: START_TIMEOUT once per target)
+            return self._hung
         if self.worker is None or self.worker.proc.poll() is not None:
             self._discard()
             self.worker = Worker(self.spec)
@@ -246,8 +253,9 @@ class Isolated:
             return w
         self._discard()
         if ev == "timeout":
-            return Outcome.error(f"the worker did not create the target within {START_TIMEOUT:g} s",
-                                 status="timeout")
+            self._hung = Outcome.error(f"timeout while starting: the worker did not create the target within "
+                                       f"{START_TIMEOUT:g} s", status="timeout")
+            return self._hung
         if isinstance(ev, tuple) and ev[0] == "init_error":
             return Outcome.error(f"the worker could not create the target: {ev[1]}")
         how, info = w.exit_status()
@@ -294,7 +302,7 @@ class Isolated:
         deadline = time.monotonic() + START_TIMEOUT   # until it says it started this batch
         while True:
             ev = w.recv(deadline)
-            if isinstance(ev, tuple) and ev[0] == "start":
+            if isinstance(ev, tuple) and len(ev) == 2 and ev[0] == "start" and isinstance(ev[1], (int, float)):
                 deadline = float(ev[1]) + self.timeout * len(cases)
                 continue
             break
@@ -308,15 +316,14 @@ class Isolated:
         self._sent.popleft()
         self._todo.extendleft(reversed(self._sent))
         self._sent.clear()
-        if isinstance(ev, tuple):   # a message that is not the outcomes: the protocol is broken
-            self._discard()
-            return cases, [Outcome.error(f"unreadable reply from the isolation worker: {ev[:2]!r}"[:500])
-                           for _ in cases]
-        if len(cases) > 1:   # a crash or hang inside a batch: whose? one case at a time
+        if len(cases) > 1:   # a crash, hang or garbage inside a batch: whose? one case at a time
             self._discard()
             self.stats["batches_split"] += 1
             self._todo.extendleft(reversed([([c], 1, timing) for c in cases]))
             return self.next()
+        if isinstance(ev, tuple):   # a message that is not the outcomes: the protocol is broken
+            self._discard()
+            return cases, [Outcome.error(f"unreadable reply from the isolation worker: {ev[:2]!r}"[:500])]
         if ev == "timeout":
             self.stats["timeouts"] += 1
             self._discard()

@@ -151,6 +151,14 @@ def repair_tail(report_dir: Path) -> int:
         return 0
     if size == 0:
         return 0
+    try:
+        return _cut_torn_line(p, size)
+    except OSError as e:   # (a read-only folder, a full disk)
+        raise QconformError(f"cannot write: {e.strerror or e}", source=str(p), field="--resume",
+                            rule="a resumed run writes into its run folder") from None
+
+
+def _cut_torn_line(p: Path, size: int) -> int:
     with open(p, "rb+") as f:
         f.seek(max(0, size - 1))
         if f.read(1) == b"\n":

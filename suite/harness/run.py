@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 
 from reports import witness
 from suite.core.case import Case
+from suite.core.text import clean
 from suite.core.tolerance import DEFAULT_FILE, load_policy
 from suite.core.verdict import Verdict
 from suite.core.waivers import load_waivers
@@ -126,6 +127,7 @@ class Run:
             v.row["repro"] = repro_command(failure[JUDGED], path)
             v.message += f"\nreproduce: {v.row['repro']}"
         self.folder.append(v.row)
+        v.message = clean(v.message)   # (a kernel's text: no control or undecodable character in pytest's output)
         return v
 
     def _witness(self, case: Case, target: str, v: Verdict) -> None:
