@@ -125,7 +125,7 @@ def test_unreadable_certificates_exit_2(tmp_path, capsys):
     assert main(["certify", "--verify", str(tmp_path / "fifo")]) == 2
     os.symlink("/dev/zero", tmp_path / "zero.json")
     assert main(["certify", "--verify", str(tmp_path / "zero.json")]) == 2
-    with pytest.raises(QconformError, match="a FIFO, not a regular file"):
+    with pytest.raises(QconformError, match="not a regular file"):
         read_certificate(tmp_path / "fifo")
     assert "unreadable" in capsys.readouterr().err
 
