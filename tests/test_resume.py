@@ -51,7 +51,9 @@ def test_killed_run_resumed_equals_an_uninterrupted_run(tmp_path):
     assert n >= 30 and {r["status"] for r in want} == {"pass", "fail", "error", "crash", "unsupported"}
 
     # the same run, slowed down, killed with SIGKILL once about half of its rows are written
-    cmd, env = _pytest(f"--report-dir={tmp_path / 'part'}", *ARGS, env_extra={"QCONFORM_FAULT_DELAY": "0.15"})
+    # (one case a batch, none sent ahead: rows come one by one, never the rest in one burst past the kill)
+    cmd, env = _pytest(f"--report-dir={tmp_path / 'part'}", *ARGS, "--batch-size=1", "--ahead=0",
+                       env_extra={"QCONFORM_FAULT_DELAY": "0.15"})
     p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
     while time.time() < deadline and p.poll() is None:
