@@ -52,6 +52,13 @@ def qemu_version(binary: str) -> tuple[str, tuple[int, ...] | None]:
     return _versions[key]
 
 
+def _emulated_facts(qemu: str | None, cpu: str, soc: str) -> dict[str, Any]:
+    """The device facts of a CPU emulated by QEMU user mode (the ARM64 board, qemu-x86)."""
+    line, version = qemu_version(qemu)
+    return {"emulated": "yes", "emulator": f"{line}, user mode", "emulated_cpu": cpu,
+            "soc": f"{soc} (emulated by QEMU {'.'.join(map(str, version or ()))})"}
+
+
 def _usable(binary: str, cpu: str, too_old: str) -> tuple[bool, str]:
     """(whether ``binary`` is a QEMU >= QEMU_MIN, why)."""
     line, version = qemu_version(binary)
@@ -82,9 +89,7 @@ class QemuTransport(LocalTransport):
                                             f"miscomputes XNNPACK; scripts/setup-arm64.sh takes QEMU 10 from Debian 13")
 
     def facts(self) -> dict[str, Any]:
-        line, version = qemu_version(self.qemu)
-        return {"emulated": "yes", "emulator": f"{line}, user mode", "emulated_cpu": self.cpu,
-                "soc": f"{self.cpu} (emulated by QEMU {'.'.join(map(str, version or ()))})"}
+        return _emulated_facts(self.qemu, self.cpu, self.cpu)
 
     def guest_program(self, name: str) -> str | None:
         """The host path of the board's program ``name`` (absolute: inside ROOTFS; else in its PATH)."""
@@ -135,9 +140,7 @@ class QemuX86Transport(LocalTransport):
                                             f"scripts/setup-arm64.sh keeps Debian 13's QEMU 10 beside the ARM64 board")
 
     def facts(self) -> dict[str, Any]:
-        line, version = qemu_version(self.qemu)
-        return {"emulated": "yes", "emulator": f"{line}, user mode", "emulated_cpu": self.cpu,
-                "soc": f"x86-64 {self.cpu} (emulated by QEMU {'.'.join(map(str, version or ()))})"}
+        return _emulated_facts(self.qemu, self.cpu, f"x86-64 {self.cpu}")
 
     def environ(self) -> dict[str, str]:
         return {k: v for k, v in os.environ.items() if not k.startswith("QEMU_")}
