@@ -249,16 +249,22 @@ class ContextCache:
     model is compiled (or tried) again and the entry rewritten; each such file is one line in
     ``problems``. ``key`` None reads the user's key; when its file is unsafe the cache is off
     (nothing is read or written; ``problems`` says why).
+
+    Other compiled artifacts use the same class with their own ``kind`` (in messages),
+    ``suffix`` (the artifact's file name) and ``fmt`` (in every MAC, so an entry of one kind
+    never verifies as another's); :meth:`store_bytes` stores an artifact held in memory.
     """
 
-    def __init__(self, root: Path, key: bytes | None = None):
+    def __init__(self, root: Path, key: bytes | None = None, kind: str = "QNN context",
+                 suffix: str = ".onnx", fmt: str = CONTEXT_FORMAT):
         self.root = Path(root)
         self.problems: list[str] = []
+        self.kind, self.suffix, self.format = kind, suffix, fmt
         if key is None:
             try:
                 key = user_key()
             except KeyProblem as e:
-                self._problem(f"QNN context cache off: key unsafe: {e}")
+                self._problem(f"{kind} cache off: key unsafe: {e}")
         elif not isinstance(key, (bytes, bytearray)) or not key:
             raise ValueError("ContextCache: key must be non-empty bytes (or None for the user's key)")
         self._secret = bytes(key) if key is not None else None
@@ -272,7 +278,7 @@ class ContextCache:
         return digest_of(content, *parts)
 
     def paths(self, key: str) -> tuple[Path, Path, Path]:
-        return self.root / f"{key}.onnx", self.root / f"{key}.json", self.root / f"{key}.fail.json"
+        return self.root / f"{key}{self.suffix}", self.root / f"{key}.json", self.root / f"{key}.fail.json"
 
     def lookup(self, key: str) -> tuple[Path | None, dict | None, dict | None]:
         """(context model, its sidecar, a recorded failure) of ``key``, verified; missing (or
@@ -300,7 +306,7 @@ class ContextCache:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError:
             return None
-        fd, name = tempfile.mkstemp(prefix=f".{key}.", suffix="_ctx.onnx", dir=self.root)
+        fd, name = tempfile.mkstemp(prefix=f".{key}.", suffix=f"_ctx{self.suffix}", dir=self.root)
         os.close(fd)
         os.unlink(name)          # ONNX Runtime refuses to overwrite an existing context file
         return Path(name)
@@ -312,9 +318,9 @@ class ContextCache:
         try:
             meta = json.loads(json.dumps(meta))   # as it will read back
             content = _read_regular(dumped)
-            tag = mac(self._secret, CONTEXT_FORMAT, "context", key, content, _canonical(meta))
+            tag = mac(self._secret, self.format, "context", key, content, _canonical(meta))
             os.replace(dumped, ctx)
-            _write_json(side, {"format": CONTEXT_FORMAT, "meta": meta, "mac": tag})
+            _write_json(side, {"format": self.format, "meta": meta, "mac": tag})
         except OSError:
             return False
         if fail.exists() and self._failure(key, fail, quiet=True) is None:
@@ -324,14 +330,33 @@ class ContextCache:
                 pass
         return True
 
+    def store_bytes(self, key: str, content: bytes, meta: dict) -> bool:
+        """Store an artifact held in memory (written to a temporary file in the folder, then
+        stored as :meth:`store` does)."""
+        dump = self.dump_path(key)
+        if dump is None:
+            return False
+        try:
+            with open(dump, "xb") as f:
+                f.write(content)
+        except OSError:
+            return False
+        stored = self.store(key, dump, meta)
+        if not stored:
+            try:
+                dump.unlink()
+            except OSError:
+                pass
+        return stored
+
     def store_failure(self, key: str, reason: str) -> None:
         if self._secret is None:
             return
         record = json.loads(json.dumps({"reason": reason, "time": time.time()}))
-        tag = mac(self._secret, CONTEXT_FORMAT, "failure", key, _canonical(record))
+        tag = mac(self._secret, self.format, "failure", key, _canonical(record))
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            _write_json(self.paths(key)[2], {"format": CONTEXT_FORMAT, "record": record, "mac": tag})
+            _write_json(self.paths(key)[2], {"format": self.format, "record": record, "mac": tag})
         except OSError:
             pass
 
@@ -351,14 +376,14 @@ class ContextCache:
         doc = _read_json(path)
         if doc is None:
             if path.exists() and not quiet:
-                self._problem(f"damaged QNN context cache entry at {path} (ignored)")
+                self._problem(f"damaged {self.kind} cache entry at {path} (ignored)")
             return None
         record, tag = (doc.get("record"), doc.get("mac")) if isinstance(doc, dict) else (None, None)
-        if (doc.get("format") if isinstance(doc, dict) else None) != CONTEXT_FORMAT \
+        if (doc.get("format") if isinstance(doc, dict) else None) != self.format \
                 or not isinstance(record, dict) or not isinstance(tag, str) \
-                or not verify(self._secret, tag, CONTEXT_FORMAT, "failure", key, _canonical(record)):
+                or not verify(self._secret, tag, self.format, "failure", key, _canonical(record)):
             if not quiet:
-                self._problem(f"forged QNN context cache entry at {path}: its MAC does not verify "
+                self._problem(f"forged {self.kind} cache entry at {path}: its MAC does not verify "
                               "under this user's key (ignored; tried again)")
             return None
         return record
@@ -367,20 +392,20 @@ class ContextCache:
         doc = _read_json(side)
         if doc is None:
             if side.exists():
-                self._problem(f"damaged QNN context cache entry at {side} (ignored)")
+                self._problem(f"damaged {self.kind} cache entry at {side} (ignored)")
             return None, None, None
         try:
             content = _read_regular(ctx)
         except FileNotFoundError:
             return None, None, None
         except OSError:
-            self._problem(f"damaged QNN context cache entry at {ctx}: not a readable regular file (ignored)")
+            self._problem(f"damaged {self.kind} cache entry at {ctx}: not a readable regular file (ignored)")
             return None, None, None
         meta, tag = (doc.get("meta"), doc.get("mac")) if isinstance(doc, dict) else (None, None)
-        if (doc.get("format") if isinstance(doc, dict) else None) != CONTEXT_FORMAT \
+        if (doc.get("format") if isinstance(doc, dict) else None) != self.format \
                 or not isinstance(meta, dict) or not isinstance(tag, str) \
-                or not verify(self._secret, tag, CONTEXT_FORMAT, "context", key, content, _canonical(meta)):
-            self._problem(f"forged QNN context cache entry at {side}: its MAC (over it and {ctx.name}) "
+                or not verify(self._secret, tag, self.format, "context", key, content, _canonical(meta)):
+            self._problem(f"forged {self.kind} cache entry at {side}: its MAC (over it and {ctx.name}) "
                           "does not verify under this user's key (ignored; compiled again)")
             return None, None, None
         return content, meta, None
