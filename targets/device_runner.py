@@ -17,6 +17,7 @@ the expected output tensors. Runtimes:
 ``onnxruntime``      onnxruntime, CPU execution provider, full graph optimization
 ``litert``           ai_edge_litert (or tflite_runtime) interpreter, one thread,
                      op resolver ``AUTO`` or ``BUILTIN_REF``
+``openvino``         OpenVINO's CPU plugin on the same QDQ ONNX models, one thread
 
 A runtime that is installed but finds none of its hardware here (onnxruntime-qnn with no QNN
 device, e.g. on a board without an NPU) makes every case of the batch ``unsupported`` with
@@ -78,6 +79,12 @@ def _onnxruntime_qnn():
     except ImportError:
         return None
     return onnxruntime_qnn
+
+
+def _openvino():
+    """openvino (raises ImportError if the device has none)."""
+    import openvino
+    return openvino
 
 
 def _litert():
@@ -227,6 +234,11 @@ def device_facts(runtime=None, options=None):
         else:
             facts["onnxruntime-qnn"] = "built into onnxruntime" if _ort_has_qnn() else "missing"
         facts["htp_performance_mode"] = str(options.get("htp_performance_mode", "burst"))
+    if runtime == "openvino":
+        try:
+            facts["openvino"] = _openvino().get_version().split("-")[0]
+        except Exception as e:
+            facts["openvino"] = f"missing ({type(e).__name__})"
     if runtime == "litert":
         facts["litert"] = _litert_version()
         facts["op_resolver"] = str(options.get("op_resolver", "AUTO"))
@@ -364,7 +376,41 @@ class LiteRtRuntime:
         return invoke
 
 
-RUNTIMES = {"onnxruntime": OrtRuntime, "onnxruntime-qnn": QnnRuntime, "litert": LiteRtRuntime}
+class OpenvinoRuntime:
+    """OpenVINO's CPU plugin, one inference thread (the host's ``openvino`` target), on the ONNX
+    models the onnxruntime runtimes get: its low-precision transformations make them int8 kernels."""
+
+    def __init__(self, options):
+        self.core = _openvino().Core()
+
+    def _request(self, path, feeds, names):
+        try:
+            compiled = self.core.compile_model(self.core.read_model(path), "CPU", {"INFERENCE_NUM_THREADS": 1})
+        except Exception as e:
+            raise Unsupported(f"OpenVINO rejected the model: {_short(e)}") from None
+        request = compiled.create_infer_request()
+
+        def invoke():
+            request.infer(feeds)
+            return [request.get_tensor(n).data.copy() for n in names]
+        return invoke
+
+    def prepare(self, case, ws):
+        feeds = {i["name"]: read_raw(os.path.join(ws, i["file"]), i["dtype"], i["shape"]) for i in case["inputs"]}
+        return self._request(os.path.join(ws, case["model"]), feeds, [o["name"] for o in case["outputs"]])
+
+    def prepare_group(self, group, ws):
+        """A merged model of several cases (names prefixed c<k>_): one compiled model, one run."""
+        feeds, names = {}, []
+        for m in group["members"]:
+            for i in m["inputs"]:
+                feeds[i["name"]] = read_raw(os.path.join(ws, i["file"]), i["dtype"], i["shape"])
+            names += [o["name"] for o in m["outputs"]]
+        return self._request(os.path.join(ws, group["model"]), feeds, names)
+
+
+RUNTIMES = {"onnxruntime": OrtRuntime, "onnxruntime-qnn": QnnRuntime, "litert": LiteRtRuntime,
+            "openvino": OpenvinoRuntime}
 
 
 def placement(sess, prefixes):

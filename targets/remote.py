@@ -65,7 +65,8 @@ PROBE_BUDGET_S = 30.0        # a device's probe at start, cleanup included
 PROBE_CLEANUP_S = 5.0        # of which the probe's cleanup may take
 PROBE_GRACE_S = 2.0          # the host's wait for a probe command beyond its time limit on the device
 #: what to install on the device, per runtime of the device runner
-RUNTIME_PACKAGES = {"onnxruntime-qnn": "onnxruntime-qnn", "onnxruntime": "onnxruntime", "litert": "ai-edge-litert"}
+RUNTIME_PACKAGES = {"onnxruntime-qnn": "onnxruntime-qnn", "onnxruntime": "onnxruntime", "litert": "ai-edge-litert",
+                    "openvino": "openvino"}
 
 
 def _text(val) -> str:
@@ -86,6 +87,7 @@ REMOTABLE: dict[str, RemoteKind] = {
     "htp": RemoteKind("onnx", "onnxruntime-qnn",
                       placement="all nodes on QNNExecutionProvider (CPU fallback disabled)"),
     "ort": RemoteKind("onnx", "onnxruntime"),
+    "openvino": RemoteKind("onnx", "openvino"),
     "tflite": RemoteKind("tflite", "litert", (("op_resolver", "AUTO"),)),
     "tflite-ref": RemoteKind("tflite", "litert", (("op_resolver", "BUILTIN_REF"),)),
 }

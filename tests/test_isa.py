@@ -20,8 +20,10 @@ from reports.runinfo import machines
 from suite.cases.hunt.params import case_params
 from suite.core.case import Case, Tensor, load_case
 from suite.core.errors import QconformError
-from suite.core.findings import Finding, match
-from targets import device_runner
+from suite.core.findings import Finding, findings, match
+from targets import device_runner, get_target
+from targets.base import Timing
+from targets.remote import RemoteTarget
 from targets.transport import make_transport, parse_device
 from targets.transport.base import ARM64_BOARD
 from tests.conftest import ROOT, rows_written
@@ -181,3 +183,30 @@ def test_a_group_s_bias_finding_holds_on_the_isa_of_every_row():
     assert match("ADD", "ort", "*", "bias-", isa=frozenset({"avx2", "sse4_1"})) is None
     t.add({"status": "pass"})   # a row whose CPU is not recorded: the group's ISA is unknown
     assert t.isa is None and match("ADD", "ort", "*", "bias-", isa=t.isa) is None
+
+
+@needs_qemu_x86
+def test_openvino_isa_findings_reproduce_under_haswell():
+    """Each ISA-conditioned openvino finding's minimal case under qemu-x86_64 -cpu Haswell (AVX2, no VNNI):
+    OpenVINO gives the scheme openvino-avx2-u8s8's value, not the golden's, and the finding explains it
+    there (the device's ISA, the case's region). Each case alone: OpenVINO optimizes a merged model as a whole."""
+    ok, why = get_target("openvino").availability()
+    if not ok:
+        pytest.skip(f"openvino: {why}")
+    mine = [f for f in findings() if f.target == ("openvino",) and f.isa_has]
+    assert {f.id for f in mine} == {"openvino-avx2-fc-int16-pairs", "openvino-avx2-conv-u8-int16-pairs"}
+    cases = [load_case(ROOT / f.case) for f in mine]
+    r = RemoteTarget("openvino", f"qemu-x86:?cpu=Haswell&qemu={QEMU_X86}&merge=0")
+    try:
+        outs = r.run(cases, Timing(0, 1))
+        isa = frozenset(r.device_facts()["qemu-x86:Haswell"]["isa"])
+    finally:
+        r.close()
+    assert isa == {"avx2", "fma", "sse4_1"}
+    for f, c, o in zip(mine, cases, outs):
+        assert o.status == "ok", f"{f.id}: {o.status}: {o.reason}"
+        got = [np.asarray(g).ravel().tolist() for g in o.outputs]
+        assert got == [w.ravel().tolist() for w in golden(c, "openvino-avx2-u8s8")], f.id
+        assert got != [w.ravel().tolist() for w in golden(c)], f"{f.id}: now gives the golden's value"
+        assert match(c.op, "openvino", c.variant, params=case_params(c), isa=isa).id == f.id
+        assert match(c.op, "openvino", c.variant, params=case_params(c), isa=isa | {"avx512_vnni"}) is None

@@ -171,6 +171,17 @@ def _u8s8_pairs(scheme, x_t, w_t) -> bool:
     return scheme.int16_pairs and x_t.dtype == "uint8" and w_t.dtype == "int8"
 
 
+def _pairs_shift(scheme, x_t, w_t) -> int | None:
+    """The offset taking ``x_t``'s codes to the uint8 operand of :func:`pairs_int16` under ``scheme``
+    (0: uint8 as they are; 128: int8 where the scheme shifts them, its zero point alike, so every
+    x - z_in is kept), or None: the products are summed exactly."""
+    if _u8s8_pairs(scheme, x_t, w_t):
+        return 0
+    if scheme.pairs_s8_shift and x_t.dtype == "int8" and w_t.dtype == "int8":
+        return 128
+    return None
+
+
 def conv_acc(x: np.ndarray, z_in: int, w: np.ndarray, stride, dil, pads, out_hw,
              groups: int = 1, int16_pairs: bool = False) -> np.ndarray:
     """CONV_2D accumulator without bias, int64 [N, OH, OW, O]:
@@ -649,8 +660,10 @@ def fully_connected(case, scheme):
     out = case.outputs[0]
     lo, hi = act_range(case, out)
     s_in, s_out, z_out = scale(x_t), scale(out), zp(out)
-    if _u8s8_pairs(scheme, x_t, w_t):   # sum (w - z_w)(x - z_in) with sum w * x as vpmaddubsw forms it
-        z_in = zp(x_t)
+    shift = _pairs_shift(scheme, x_t, w_t)
+    if shift is not None:   # sum (w - z_w)(x - z_in) with sum w * x as vpmaddubsw forms it
+        z_in = zp(x_t) + shift
+        x2 = x2.astype(np.int64) + shift
         sums = (pairs_int16(x2, w) - z_in * w.sum(axis=1, dtype=np.int64)[None, :]
                 - z_w * x2.sum(axis=1, dtype=np.int64)[:, None] + k * z_in * z_w)
         bound = int(np.abs(sums).max(initial=0))
