@@ -93,6 +93,27 @@ def test_ort_avx2_u8s8_saturates_each_pair_to_int16():
     assert np.array_equal(golden(s8, "ort-avx2-u8s8")[0], golden(s8, "ort-fp32-rne")[0])
 
 
+def test_openvino_pairs_shift_int8_activations_on_fully_connected_only():
+    """openvino-u8s8-pairs: FULLY_CONNECTED's int8 codes x become x + 128 before the pairs, z_in alike:
+    x = 127, 127 (255, 255) x w = 127, 127 -> 32767 - (0 + 128) * 254 = 255 -> round(255 / 256) = 1; the exact
+    32258 -> 126. A pair below 32767 is exact: x = 1, 1 (129 * 127 * 2 = 32766) -> 254 -> 1, as 254 / 256.
+    uint8 activations as ort-avx2-u8s8; CONV_2D's int8 activations are not shifted (exact)."""
+    x = np.array([[127, 127], [1, 1]], np.int8)
+    fc = Case(op="FULLY_CONNECTED", attrs={}, id="fc", spec="litert-int8", inputs=[
+        Tensor("int8", (2, 2), x, [1.0], [0]), Tensor("int8", (1, 2), np.array([[127, 127]], np.int8), [1.0], [0])],
+        outputs=[Tensor("int8", (2, 1), None, [256.0], [0])])
+    assert golden(fc, "openvino-u8s8-pairs")[0].ravel().tolist() == [1, 1]
+    assert golden(fc, "ort-avx2-u8s8")[0].ravel().tolist() == [126, 1]
+    u8 = _fc([[255, 255, 255, 0, 10]], 5, [[127, 127, -128, 5, 7]])
+    assert np.array_equal(golden(u8, "openvino-u8s8-pairs")[0], golden(u8, "ort-avx2-u8s8")[0])
+    conv = Case(op="CONV_2D", attrs={"padding": "VALID", "stride_w": 1, "stride_h": 1, "dilation_w_factor": 1,
+                                     "dilation_h_factor": 1, "fused_activation_function": "NONE"}, id="c", spec="litert-int8",
+                inputs=[Tensor("int8", (1, 1, 1, 2), np.array([127, 127], np.int8).reshape(1, 1, 1, 2), [1.0], [0]),
+                        Tensor("int8", (1, 1, 1, 2), np.array([127, 127], np.int8).reshape(1, 1, 1, 2), [1.0], [0])],
+                outputs=[Tensor("int8", (1, 1, 1, 1), None, [256.0], [0])])
+    assert int(golden(conv, "openvino-u8s8-pairs")[0].ravel()[0]) == 126
+
+
 def test_conv_and_batch_matmul_pairs_run_along_the_reduced_axis():
     """CONV_2D pairs im2col's (ky, kx, c) with c fastest; BATCH_MATMUL pairs along K."""
     x = np.array([255, 255, 255, 255], np.uint8).reshape(1, 1, 2, 2)       # 1x1x2x2 NHWC
@@ -187,14 +208,15 @@ def test_a_group_s_bias_finding_holds_on_the_isa_of_every_row():
 
 @needs_qemu_x86
 def test_openvino_isa_findings_reproduce_under_haswell():
-    """Each ISA-conditioned openvino finding's minimal case under qemu-x86_64 -cpu Haswell (AVX2, no VNNI):
-    OpenVINO gives the scheme openvino-avx2-u8s8's value, not the golden's, and the finding explains it
-    there (the device's ISA, the case's region). Each case alone: OpenVINO optimizes a merged model as a whole."""
+    """Each ISA-conditioned openvino finding's minimal case under qemu-x86_64 -cpu Haswell (AVX2, no VNNI;
+    Nehalem's SSE4.2 gives the same): OpenVINO gives the scheme openvino-u8s8-pairs's value, not the golden's,
+    and the finding explains it there (the device's ISA, the case's region), not on a CPU with VNNI nor
+    on aarch64. Each case alone: OpenVINO optimizes a merged model as a whole."""
     ok, why = get_target("openvino").availability()
     if not ok:
         pytest.skip(f"openvino: {why}")
     mine = [f for f in findings() if f.target == ("openvino",) and f.isa_has]
-    assert {f.id for f in mine} == {"openvino-avx2-fc-int16-pairs", "openvino-avx2-conv-u8-int16-pairs"}
+    assert {f.id for f in mine} == {"openvino-fc-int16-pairs", "openvino-conv-u8-int16-pairs"}
     cases = [load_case(ROOT / f.case) for f in mine]
     r = RemoteTarget("openvino", f"qemu-x86:?cpu=Haswell&qemu={QEMU_X86}&merge=0")
     try:
@@ -206,7 +228,10 @@ def test_openvino_isa_findings_reproduce_under_haswell():
     for f, c, o in zip(mine, cases, outs):
         assert o.status == "ok", f"{f.id}: {o.status}: {o.reason}"
         got = [np.asarray(g).ravel().tolist() for g in o.outputs]
-        assert got == [w.ravel().tolist() for w in golden(c, "openvino-avx2-u8s8")], f.id
+        assert got == [w.ravel().tolist() for w in golden(c, "openvino-u8s8-pairs")], f.id
         assert got != [w.ravel().tolist() for w in golden(c)], f"{f.id}: now gives the golden's value"
-        assert match(c.op, "openvino", c.variant, params=case_params(c), isa=isa).id == f.id
-        assert match(c.op, "openvino", c.variant, params=case_params(c), isa=isa | {"avx512_vnni"}) is None
+        params = case_params(c)
+        assert match(c.op, "openvino", c.variant, params=params, isa=isa).id == f.id
+        assert match(c.op, "openvino", c.variant, params=params, isa=frozenset({"sse4_1"})).id == f.id   # Nehalem
+        for other in (isa | {"avx512_vnni"}, isa | {"avx_vnni"}, frozenset({"asimd", "asimddp"})):
+            assert match(c.op, "openvino", c.variant, params=params, isa=other) is None

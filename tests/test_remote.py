@@ -127,3 +127,19 @@ def test_ids_and_paths_that_need_quoting(kind, request, tmp_path):
         _same(local, r.run(cases, TIMING))
     finally:
         r.close()
+
+
+def test_local_device_equals_local_openvino(tmp_path):
+    """The device runner's openvino runtime (what --device=qemu-x86 runs) gives the local openvino
+    target's results, merged batch and single cases alike."""
+    ok, why = get_target("openvino").availability()
+    if not ok:
+        pytest.skip(f"openvino is not available here: {why}")
+    cases = _cases(3, ("FULLY_CONNECTED", "ADD"))
+    local = get_target("openvino").run(cases, TIMING)
+    r = RemoteTarget("openvino", f"local:{tmp_path / 'dev'}?python={PY}")
+    merged = r.run(cases, TIMING)
+    _same(local, merged)
+    assert merged[0].info["batch_size"] == len(cases)   # one merged model, as the local target's
+    alone = RemoteTarget("openvino", f"local:{tmp_path / 'dev'}?python={PY}&merge=0")
+    _same([get_target("openvino").run([c], TIMING)[0] for c in cases], alone.run(cases, TIMING))
