@@ -299,11 +299,7 @@ class OrtRuntime:
     def prepare_group(self, group, ws):
         """A merged model of several cases (names prefixed c<k>_): one session, one run."""
         sess = self.session(os.path.join(ws, group["model"]))
-        feeds, names = {}, []
-        for m in group["members"]:
-            for i in m["inputs"]:
-                feeds[i["name"]] = read_raw(os.path.join(ws, i["file"]), i["dtype"], i["shape"])
-            names += [o["name"] for o in m["outputs"]]
+        feeds, names = group_feeds(group, ws)
         self.last_placement = placement(sess, [m["prefix"] for m in group["members"]])
         return lambda: sess.run(names, feeds)
 
@@ -401,12 +397,7 @@ class OpenvinoRuntime:
 
     def prepare_group(self, group, ws):
         """A merged model of several cases (names prefixed c<k>_): one compiled model, one run."""
-        feeds, names = {}, []
-        for m in group["members"]:
-            for i in m["inputs"]:
-                feeds[i["name"]] = read_raw(os.path.join(ws, i["file"]), i["dtype"], i["shape"])
-            names += [o["name"] for o in m["outputs"]]
-        return self._request(os.path.join(ws, group["model"]), feeds, names)
+        return self._request(os.path.join(ws, group["model"]), *group_feeds(group, ws))
 
 
 RUNTIMES = {"onnxruntime": OrtRuntime, "onnxruntime-qnn": QnnRuntime, "litert": LiteRtRuntime,
@@ -438,6 +429,16 @@ def placement(sess, prefixes):
 def read_raw(path, dtype, shape):
     arr = np.fromfile(path, dtype=np.dtype(dtype).newbyteorder("<"))
     return arr.astype(np.dtype(dtype)).reshape([int(d) for d in shape])
+
+
+def group_feeds(group, ws):
+    """A merged group's inputs by name (every member's) and its output names, in member order."""
+    feeds, names = {}, []
+    for m in group["members"]:
+        for i in m["inputs"]:
+            feeds[i["name"]] = read_raw(os.path.join(ws, i["file"]), i["dtype"], i["shape"])
+        names += [o["name"] for o in m["outputs"]]
+    return feeds, names
 
 
 def write_json(path, obj):
