@@ -136,7 +136,7 @@ def _cpuinfo():
 #: and the XCR0 state bits the OS must enable for them (as the runtimes' own dispatch checks)
 X86_ISA = {"sse4_1": (1, 0, 2, 19, 0), "fma": (1, 0, 2, 12, 0x6), "avx2": (7, 0, 1, 5, 0x6),
            "avx512f": (7, 0, 1, 16, 0xE6), "avx512bw": (7, 0, 1, 30, 0xE6), "avx512_vnni": (7, 0, 2, 11, 0xE6),
-           "avx_vnni": (7, 1, 0, 4, 0x6), "amx_bf16": (7, 0, 3, 22, 0x60000), "amx_tile": (7, 0, 3, 24, 0x60000),
+           "avx_vnni": (7, 1, 0, 4, 0x6), "avx512_bf16": (7, 1, 0, 5, 0xE6), "amx_bf16": (7, 0, 3, 22, 0x60000), "amx_tile": (7, 0, 3, 24, 0x60000),
            "amx_int8": (7, 0, 3, 25, 0x60000)}
 #: the aarch64 ones (/proc/cpuinfo's Features)
 ARM_ISA = ("asimd", "asimddp", "i8mm", "sve", "sve2")
