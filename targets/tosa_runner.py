@@ -6,7 +6,7 @@ writes its versions as its first line, then answers one request line with one re
 until its stdin closes:
 
 request: ``{"model": base64 .tflite, "flat": base64 TOSA flatbuffer or null, "inputs": [{"dtype",
-"shape", "data"}], "batch": true (its tensors are named c<k>_...: locate the cases a refusal names)}``
+"shape", "data": base64 of the array's bytes}], "batch": true (its tensors are named c<k>_...: locate the cases a refusal names)}``
 reply:   ``{"status": "ok", "outputs": [{"dtype", "shape", "data"}], "latency_us": [...],
 "flat": base64 (when compiled here)} | {"status": "unsupported" | "error", "reason": ...,
 "stage": "compile" | "run", "located": [k, ...]}`` (``located``: the k of each tensor named
@@ -131,7 +131,8 @@ def run_model(req: dict, tmp: str, opt: str) -> dict:
         if isinstance(flat, dict):
             return flat
         reply["flat"] = base64.b64encode(flat).decode()
-    inputs = [np.asarray(t["data"], dtype=t["dtype"]).reshape(t["shape"]) for t in req["inputs"]]
+    inputs = [np.frombuffer(base64.b64decode(t["data"]), dtype=t["dtype"]).reshape(t["shape"]).copy()
+              for t in req["inputs"]]
     t0 = time.perf_counter_ns()
     try:
         outs, status = ref.run(flat, inputs)
@@ -142,8 +143,12 @@ def run_model(req: dict, tmp: str, opt: str) -> dict:
         kind = "unsupported" if status == ref.GraphStatus.TOSA_UNPREDICTABLE else "error"
         return {**reply, **_refused(f"tosa_reference_model: graph status {status.name}", "run", kind)}
     return {**reply, "status": "ok", "latency_us": [spent],
-            "outputs": [{"dtype": str(np.asarray(o).dtype), "shape": list(np.shape(o)),
-                         "data": np.asarray(o).ravel().tolist()} for o in outs]}
+            "outputs": [_array(o) for o in outs]}
+
+
+def _array(a) -> dict:
+    a = np.ascontiguousarray(a)
+    return {"dtype": str(a.dtype), "shape": list(a.shape), "data": base64.b64encode(a.tobytes()).decode()}
 
 
 def main() -> int:
