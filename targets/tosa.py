@@ -4,9 +4,19 @@ tosa-converter-for-tflite (.tflite -> TOSA MLIR; a ``tfl.`` op it leaves is ``un
 ``tosa-opt --tosa-serialize`` (MLIR -> TOSA flatbuffer) and ``tosa_reference_model`` (the
 spec's executable reference, bit-exact integer arithmetic). The TOSA tools pin an older NumPy
 than the suite's, so they live in a virtualenv of their own, ``.venv-tosa`` (scripts/setup.sh;
-``$QCONFORM_TOSA_VENV`` names another): a batch is one run of ``targets/tosa_runner.py`` by that
-venv's Python. A runner killed by a signal while running one case is re-raised in the worker,
-so the case's verdict is that ``crash``; in a batch of several, each case is run again alone.
+``$QCONFORM_TOSA_VENV`` names another): ``targets/tosa_runner.py`` runs in that venv's Python,
+one process kept for the worker's batches.
+
+A batch is one model: one .tflite subgraph holding every case's operator (tensors ``c<k>_...``),
+so one conversion, one tosa-opt and one reference-model run serve it; its outputs are split back
+per case. Cases the converter names in a refusal (its diagnostics' locations) run alone, the rest
+as a batch again; any other refusal of a batch splits it (:meth:`TosaTarget._split`); a case run
+alone takes the single-case path, whose verdict and reason are its own. Compiled flatbuffers and
+refusals are kept in an authenticated cache (:class:`targets.batching.ContextCache`, folder
+``tosa`` of --cache-dir / $QCONFORM_CACHE_DIR, default ~/.cache/qconform/tosa), keyed by the
+model bytes and both tools' versions, so a warm run only runs the reference model. A runner
+killed by a signal while running one case is that case's ``crash`` (with the signal and the
+runner's Python stack); in a batch, the batch is split.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from suite.core.dtypes import DTYPES
+from suite.core.errors import signal_name
 
 from targets import tflite_model
 from targets.base import Outcome, Target, Timing
@@ -145,9 +156,14 @@ class TosaTarget(Target):
         except Exception as e:
             return Outcome.from_exception(e)
         _, r = self._compile_and_run(built.content, [_tensor(case.inputs[ci]) for ci in built.input_indices], 1)
-        if isinstance(r, int):   # killed by a signal while running this one case
-            os.kill(os.getpid(), r)   # the worker dies as the runner did: a crash
-            raise RuntimeError(f"the TOSA runner was killed by signal {r}")
+        if isinstance(r, int):   # killed by a signal while running this one case: its crash (the
+            # worker goes on: a worker killed with it would be restarted and its batch run again alone)
+            tail = self._proc.tail() if self._proc is not None else ""
+            o = Outcome.error(f"the TOSA runner (tosa-converter-for-tflite, tosa-opt, tosa_reference_model) "
+                              f"was killed by {signal_name(r)} (signal {r}) while running this case"
+                              + (f"; stderr: {tail}" if tail else ""), status="crash")
+            o.info["signal"] = signal_name(r)
+            return o
         return _outcome(case, r)
 
     def _batch(self, items) -> list[Outcome]:
@@ -296,7 +312,7 @@ class _Runner:
         self.dead = False
         first = self._read(START_TIMEOUT_S)
         if not isinstance(first, dict) or "versions" not in first:
-            raise RuntimeError(f"the TOSA runner did not start: {self._tail() or first}")
+            raise RuntimeError(f"the TOSA runner did not start: {self.tail() or first}")
         self.versions = {str(k): str(v) for k, v in first["versions"].items()}
 
     def ask(self, request: dict, timeout: float) -> dict | int:
@@ -322,13 +338,17 @@ class _Runner:
         self.close()
         if self.proc.returncode is not None and self.proc.returncode < 0:
             return -self.proc.returncode
-        raise RuntimeError(f"the TOSA runner failed (exit {self.proc.returncode}): {self._tail()}")
+        raise RuntimeError(f"the TOSA runner failed (exit {self.proc.returncode}): {self.tail()}")
 
-    def _tail(self) -> str:
+    def tail(self) -> str:
+        """The end of its stderr: from a fatal signal's report (the runner's Python stack), if any."""
         self.log.seek(0, os.SEEK_END)
         self.log.seek(max(0, self.log.tell() - 4096))
-        tail = self.log.read().decode("utf-8", "replace").strip().splitlines()[-3:]
-        return " | ".join(tail)
+        text = self.log.read().decode("utf-8", "replace")
+        fatal = text.rfind("Fatal Python error")
+        lines = [ln.strip() for ln in text[max(fatal, 0):].splitlines()
+                 if ln.strip() and not ln.startswith("Extension modules")]
+        return " | ".join(lines[:5] if fatal >= 0 else lines[-3:])
 
     def close(self, kill: bool = False) -> None:
         self.dead = True

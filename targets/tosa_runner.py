@@ -22,6 +22,7 @@ case's operator): the runner does not know which. Standard library, NumPy and th
 from __future__ import annotations
 
 import base64
+import faulthandler
 import io
 import json
 import os
@@ -152,6 +153,8 @@ def _array(a) -> dict:
 
 
 def main() -> int:
+    # a fatal signal's Python stack to the runner's own stderr (fd 2 is redirected while converting)
+    faulthandler.enable(os.dup(2))
     reply = os.fdopen(os.dup(1), "w")   # the tools print to stdout (ARG_MIN's lowering does): only replies go there
     os.dup2(2, 1)
     # the real binary, not the venv's Python shim that starts it (a second Python start per call)
