@@ -268,14 +268,7 @@ def build_merged(cases: list) -> tuple[bytes, list[list[int]]]:
         runtime.append(rt)
     sg = S.SubGraphT()
     sg.tensors, sg.operators, sg.inputs, sg.outputs, sg.name = tensors, ops, ins, outs, "qconform-batch"
-    ocs = []
-    for code in codes:
-        oc = S.OperatorCodeT()
-        oc.builtinCode = code
-        oc.deprecatedBuiltinCode = min(code, 127)
-        oc.version = 1
-        ocs.append(oc)
-    model.operatorCodes, model.subgraphs, model.buffers = ocs, [sg], buffers
+    model.operatorCodes, model.subgraphs, model.buffers = tflite_model.operator_codes(S, codes), [sg], buffers
     return tflite_model.serialize(model), runtime
 
 
