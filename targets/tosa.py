@@ -100,10 +100,12 @@ class TosaTarget(Target):
             self._proc = _Runner()
         return self._proc
 
-    def _compile_and_run(self, content: bytes, inputs: list[dict], n: int) -> tuple[str, dict | int]:
+    def _compile_and_run(self, content: bytes, inputs: list[dict], n: int,
+                         apart: bool = False) -> tuple[str, dict | int]:
         """(cache key, the runner's reply or the signal that killed it) of one model: its
         flatbuffer from the cache when held there (a verified entry), else compiled by the runner
-        and stored; a compile refusal is stored as the key's failure."""
+        (``apart``: in a child of it, where a batch holding the model killed the runner) and
+        stored; a compile refusal is stored as the key's failure."""
         runner = self._runner()
         cache = self.compiled_cache
         key = digest_of(content, *(f"{k}={v}" for k, v in sorted(runner.versions.items())), CACHE_FORMAT)
@@ -114,7 +116,9 @@ class TosaTarget(Target):
                 return key, {**_failure_of(failed["reason"]), "status": "unsupported", "stage": "compile"}
         reply = runner.ask({"model": None if flat else base64.b64encode(content).decode(),
                             "flat": base64.b64encode(flat).decode() if flat else None, "inputs": inputs,
-                            "batch": n > 1}, CASE_TIMEOUT_S * max(1, n))
+                            "batch": n > 1, "apart": apart}, CASE_TIMEOUT_S * max(1, n))
+        if isinstance(reply, dict) and isinstance(reply.get("signal"), int):   # its compiling child killed
+            return key, reply["signal"]
         if isinstance(reply, dict) and cache is not None and cache.enabled:
             if reply.get("flat"):
                 cache.store_bytes(key, base64.b64decode(reply["flat"]), {"cases": n})
@@ -126,60 +130,65 @@ class TosaTarget(Target):
         """A refusal kept: one case's is its reason; a batch's, its reason and located cases (JSON)."""
         cache = self.compiled_cache
         if cache is not None and cache.enabled:
-            cache.store_failure(key, json.dumps({"reason": reply.get("reason"), "located": reply.get("located") or []})
+            cache.store_failure(key, json.dumps({"reason": reply.get("reason"), "located": reply.get("located") or [],
+                                                 "killed": bool(reply.get("killed"))})
                                 if batch else str(reply.get("reason", "")))
 
-    def _split(self, items: list, halved: bool = False) -> list[Outcome]:
+    def _split(self, items: list, halved: bool = False, apart: bool = False) -> list[Outcome]:
         """One outcome per (case, built model): the items as one batch; when it fails, the cases
         the converter names run alone and the others as a batch again; a failure naming none
         splits the batch in two halves, and a half failing so runs each case alone (the
-        single-case path, whose verdict and reason are the case's own)."""
+        single-case path, whose verdict and reason are the case's own). Once a batch killed the
+        runner, its parts are compiled ``apart`` (in a child of the runner, which survives)."""
         if len(items) <= 1:
-            return [self._single(it) for it in items]
+            return [self._single(it, apart) for it in items]
         try:
-            return self._batch(items)
+            return self._batch(items, apart)
         except _Refused as e:
-            named = sorted(set(e.cases))
+            named, apart = sorted(set(e.cases)), apart or e.killed
         if not named and halved:
             named = list(range(len(items)))
         if not named:
             mid = len(items) // 2
-            return self._split(items[:mid], True) + self._split(items[mid:], True)
-        alone = {k: self._single(items[k]) for k in named}
-        rest = iter(self._split([it for k, it in enumerate(items) if k not in alone]))
+            return self._split(items[:mid], True, apart) + self._split(items[mid:], True, apart)
+        alone = {k: self._single(items[k], apart) for k in named}
+        rest = iter(self._split([it for k, it in enumerate(items) if k not in alone], False, apart))
         return [alone[k] if k in alone else next(rest) for k in range(len(items))]
 
-    def _single(self, item) -> Outcome:
+    def _single(self, item, apart: bool = False) -> Outcome:
         case, _ = item
         try:
             built = tflite_model.build(case)
         except Exception as e:
             return Outcome.from_exception(e)
-        _, r = self._compile_and_run(built.content, [_tensor(case.inputs[ci]) for ci in built.input_indices], 1)
+        _, r = self._compile_and_run(built.content, [_tensor(case.inputs[ci]) for ci in built.input_indices], 1,
+                                     apart)
         if isinstance(r, int):   # killed by a signal while running this one case: its crash (the
             # worker goes on: a worker killed with it would be restarted and its batch run again alone)
             tail = self._proc.tail() if self._proc is not None else ""
-            o = Outcome.error(f"the TOSA runner (tosa-converter-for-tflite, tosa-opt, tosa_reference_model) "
-                              f"was killed by {signal_name(r)} (signal {r}) while running this case"
+            o = Outcome.error(f"the TOSA runner (tosa-converter-for-tflite, tosa-opt, tosa_reference_model; "
+                              f"the converter in a child process) was killed by {signal_name(r)} (signal {r}) "
+                              f"while running this case"
                               + (f"; stderr: {tail}" if tail else ""), status="crash")
             o.info["signal"] = signal_name(r)
             return o
         return _outcome(case, r)
 
-    def _batch(self, items) -> list[Outcome]:
+    def _batch(self, items, apart: bool = False) -> list[Outcome]:
         """One model holding every case's operator (its own tensors, inputs and outputs); any
         refusal, a runner killed, or outputs that do not add up split the batch."""
         cases = [c for c, _ in items]
         content, runtime = build_merged(cases)
         key, r = self._compile_and_run(
-            content, [_tensor(c.inputs[ci]) for c, rt in zip(cases, runtime) for ci in rt], len(cases))
+            content, [_tensor(c.inputs[ci]) for c, rt in zip(cases, runtime) for ci in rt], len(cases), apart)
         counts = [len(c.outputs) for c in cases]
         if isinstance(r, int):   # (kept as the batch's failure: the next run splits it at once)
-            r = {"status": "error", "reason": f"the TOSA runner was killed by signal {r}"}
+            r = {"status": "error", "reason": f"the TOSA runner was killed by signal {r}", "killed": True}
             self._store_failure(key, r)
         if r.get("status") != "ok" or len(r.get("outputs", [])) != sum(counts):
             raise _Refused(str(r.get("reason") or "outputs do not match the cases"),
-                           [k for k in r.get("located", []) if isinstance(k, int) and 0 <= k < len(cases)])
+                           [k for k in r.get("located", []) if isinstance(k, int) and 0 <= k < len(cases)],
+                           bool(r.get("killed")))
         info = batch_info(len(cases), r.get("latency_us"))
         outs, k = [], 0
         for c, n in zip(cases, counts):
@@ -275,9 +284,9 @@ def build_merged(cases: list) -> tuple[bytes, list[list[int]]]:
 class _Refused(BatchFailed):
     """A batch the tools refused as a whole; ``cases``: the positions its diagnostics name."""
 
-    def __init__(self, reason: str, cases: list[int]):
+    def __init__(self, reason: str, cases: list[int], killed: bool = False):
         super().__init__(reason)
-        self.cases = cases
+        self.cases, self.killed = cases, killed
 
 
 def _failure_of(reason: str) -> dict:
@@ -287,7 +296,7 @@ def _failure_of(reason: str) -> dict:
     except ValueError:
         doc = None
     if isinstance(doc, dict) and isinstance(doc.get("located"), list):
-        return {"reason": str(doc.get("reason")), "located": doc["located"]}
+        return {"reason": str(doc.get("reason")), "located": doc["located"], "killed": doc.get("killed") is True}
     return {"reason": reason}
 
 

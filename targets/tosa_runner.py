@@ -6,11 +6,13 @@ writes its versions as its first line, then answers one request line with one re
 until its stdin closes:
 
 request: ``{"model": base64 .tflite, "flat": base64 TOSA flatbuffer or null, "inputs": [{"dtype",
-"shape", "data": base64 of the array's bytes}], "batch": true (its tensors are named c<k>_...: locate the cases a refusal names)}``
+"shape", "data": base64 of the array's bytes}], "batch": true (its tensors are named c<k>_...: locate
+the cases a refusal names), "apart": true (compile it in a forked child)}``
 reply:   ``{"status": "ok", "outputs": [{"dtype", "shape", "data"}], "latency_us": [...],
 "flat": base64 (when compiled here)} | {"status": "unsupported" | "error", "reason": ...,
-"stage": "compile" | "run", "located": [k, ...]}`` (``located``: the k of each tensor named
-``c<k>_...`` in the converter's diagnostics of a refusal, or made by a ``tfl.`` op it left)
+"stage": "compile" | "run", "located": [k, ...]} | {"signal": N}`` (``located``: the k of each
+tensor named ``c<k>_...`` in the converter's diagnostics of a refusal, or made by a ``tfl.`` op it
+left; ``signal``: compiling it ``apart`` killed the child that did)
 
 A request without ``flat``: tosa-converter-for-tflite (in this process) .tflite -> TOSA MLIR; a
 ``tfl.`` op left in it is ``unsupported`` (the converter did not lower it); ``tosa-opt
@@ -121,6 +123,37 @@ def compile_model(model: bytes, tmp: str, opt: str, locate: bool = False) -> byt
         return f.read()
 
 
+def compile_apart(model: bytes, tmp: str, opt: str, locate: bool) -> bytes | dict:
+    """:func:`compile_model` in a forked child: a converter that kills it by a signal (a
+    TRANSPOSE with a negative permutation does) is this model's ``{"signal": N}``, and the
+    runner goes on (a new runner would cost a Python start)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the child: its answer on the pipe, then gone without the parent's cleanup
+        os.close(r)
+        try:
+            got = compile_model(model, tmp, opt, locate)
+            data = b"B" + got if isinstance(got, bytes) else b"J" + json.dumps(got).encode()
+        except BaseException as e:   # its error, the runner's reply
+            data = b"J" + json.dumps({"status": "error", "reason": f"{type(e).__name__}: {_short(str(e))}",
+                                      "stage": "run"}).encode()
+        with os.fdopen(w, "wb") as f:
+            f.write(data)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return {"signal": os.WTERMSIG(status)}
+    if data[:1] == b"B":
+        return data[1:]
+    if data[:1] == b"J":
+        return json.loads(data[1:])
+    return {"status": "error", "reason": f"the compiling child ended with status {status} and no answer",
+            "stage": "run"}
+
+
 def run_model(req: dict, tmp: str, opt: str) -> dict:
     import tosa_reference_model as ref
 
@@ -128,7 +161,8 @@ def run_model(req: dict, tmp: str, opt: str) -> dict:
     if req.get("flat"):
         flat = base64.b64decode(req["flat"])
     else:
-        flat = compile_model(base64.b64decode(req["model"]), tmp, opt, bool(req.get("batch")))
+        compile_ = compile_apart if req.get("apart") else compile_model
+        flat = compile_(base64.b64decode(req["model"]), tmp, opt, bool(req.get("batch")))
         if isinstance(flat, dict):
             return flat
         reply["flat"] = base64.b64encode(flat).decode()

@@ -114,3 +114,17 @@ def test_cache_folder_follows_the_cache_options(monkeypatch):
     assert tosa.cache_dir("off") is None and tosa.cache_dir("/x/c") == Path("/x/c/tosa")
     monkeypatch.setenv("QCONFORM_CACHE_DIR", "/y")
     assert tosa.cache_dir(None) == Path("/y/tosa") and tosa.cache_dir("none") is None
+
+
+def test_a_converter_crash_is_its_cases_crash_and_the_rest_of_its_batch_runs():
+    t = _target("off")
+    try:
+        cases = [make_case("TRANSPOSE", "neg_perm", 0), make_case("TRANSPOSE", "random", 0),
+                 make_case("ADD", "random", 0)]   # tosa-converter-for-tflite segfaults on the first
+        got = t.run(cases, Timing(0, 1))
+        again = t.run(cases[:1], Timing(0, 1))[0]   # alone, once the batch has killed the runner
+    finally:
+        t.close()
+    assert [o.status for o in got] == ["crash", "ok", "ok"] and got[0].info["signal"] == "SIGSEGV"
+    assert again.status == "crash" and "compile_model" in again.reason   # the runner's own stack
+    assert [x.tolist() for x in got[2].outputs] == [w.tolist() for w in golden(cases[2])]
