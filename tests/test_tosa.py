@@ -128,3 +128,28 @@ def test_a_converter_crash_is_its_cases_crash_and_the_rest_of_its_batch_runs():
     assert [o.status for o in got] == ["crash", "ok", "ok"] and got[0].info["signal"] == "SIGSEGV"
     assert again.status == "crash" and "compile_model" in again.reason   # the runner's own stack
     assert [x.tolist() for x in got[2].outputs] == [w.tolist() for w in golden(cases[2])]
+
+
+def test_a_targets_latency_cases_caps_the_runs(tmp_path):
+    from suite.cases.generate import generate
+    from suite.harness.folder import RunFolder
+    from suite.harness.options import checked
+    from suite.harness.run import Run
+    from tests.fault_targets import InProcessFaulty
+
+    t = InProcessFaulty()
+    cases = generate(["ADD"], 4, 0)
+    seen = {}
+    for cap in (None, 0):
+        if cap is not None:
+            t.latency_cases = cap   # as TosaTarget sets it: no case alone for its latency
+        run = Run(checked(targets=[t.name], batch_size=64, latency_cases=3, warmup=0, repeats=1),
+                  RunFolder.create(tmp_path / f"r{cap}", "r1"), {t.name: t}, "r1")
+        ex, got = run.executors[t.name], []
+        real = ex.submit
+        ex.submit = lambda cs, alone, timing, real=real, got=got: got.append((len(cs), alone)) or real(cs, alone, timing)
+        run.plan([(c, t.name) for c in cases])
+        run.close()
+        seen[cap] = got
+    assert seen == {None: [(len(cases), 3)], 0: [(len(cases), 0)]}
+    assert tosa.TosaTarget.latency_cases == 0
