@@ -94,7 +94,8 @@ def pytest_addoption(parser):
                 help="QNN HTP performance mode (default burst)")
     g.addoption("--cache-dir", default=None, metavar="DIR",
                 help="QNN context cache of the htp target (default $QCONFORM_CACHE_DIR or "
-                     "~/.cache/qconform/qnn; 'off' disables it; see docs/performance.md)")
+                     "~/.cache/qconform/qnn; the tosa target's is DIR/tosa, default "
+                     "~/.cache/qconform/tosa; 'off' disables them; see docs/performance.md)")
     g.addoption("--device", action="append", default=[], metavar="KIND:ADDR[,...]",
                 help="run the targets on device(s): ssh:user@host, adb:SERIAL, local[:DIR], with "
                      "?python=...&root=... settings (repeatable or comma list; several devices: one "

@@ -38,7 +38,7 @@ import numpy as np
 from suite.core.keyed import KeyProblem, mac, user_key, verify
 from targets.base import Outcome
 from targets.onnx_model import load_onnx
-from targets.tflite_model import _subgraph, schema, serialize
+from targets.tflite_model import _subgraph, operator_codes, schema, serialize
 
 DEFAULT_CACHE_DIR = "~/.cache/qconform/qnn"
 CACHE_ENV = "QCONFORM_CACHE_DIR"
@@ -493,14 +493,7 @@ def build_tflite_batch(cases: list) -> TfliteBatch:
         sig.outputs = [_tensor_map(S, f"output{j}", ti) for j, ti in enumerate(sg.outputs)]
         sigs.append(sig)
         keys.append(key)
-    ocs = []
-    for code in codes:
-        oc = S.OperatorCodeT()
-        oc.builtinCode = code
-        oc.deprecatedBuiltinCode = min(code, 127)
-        oc.version = 1
-        ocs.append(oc)
-    model.operatorCodes = ocs
+    model.operatorCodes = operator_codes(S, codes)
     model.subgraphs = subgraphs
     model.buffers = buffers
     model.signatureDefs = sigs

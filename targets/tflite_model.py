@@ -103,14 +103,22 @@ def build(case):
     model.description = f"qconform {case.id}"
     buffers = [S.BufferT()]   # buffer 0 is the empty sentinel
     sg, opcode_builtin, runtime_inputs = _subgraph(case, buffers, S)
-    oc = S.OperatorCodeT()
-    oc.builtinCode = opcode_builtin
-    oc.deprecatedBuiltinCode = min(opcode_builtin, 127)
-    oc.version = 1
-    model.operatorCodes = [oc]
+    model.operatorCodes = operator_codes(S, [opcode_builtin])
     model.subgraphs = [sg]
     model.buffers = buffers
     return BuiltModel(serialize(model), runtime_inputs)
+
+
+def operator_codes(S, codes) -> list:
+    """The OperatorCodeT of each builtin operator code in ``codes``, in order (a model's table)."""
+    ocs = []
+    for code in codes:
+        oc = S.OperatorCodeT()
+        oc.builtinCode = code
+        oc.deprecatedBuiltinCode = min(code, 127)
+        oc.version = 1
+        ocs.append(oc)
+    return ocs
 
 
 def _tensor(S, case_tensor, name, buffer_index):

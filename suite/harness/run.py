@@ -76,6 +76,8 @@ class Run:
 
     def _submit_group(self, target: str, cases: list[Case]) -> None:
         lat, size = self.opts.latency_cases, self.opts.batch_size   # first: the latency singles and a batch
+        # a target whose run time is no device's latency (the TOSA reference model) sets fewer
+        lat = min(lat, getattr(self.targets.get(target), "latency_cases", lat))
         self.executors[target].submit(cases[:lat + size], min(lat, len(cases)), self.timing)
         for i in range(lat + size, len(cases), size):
             self.executors[target].submit(cases[i:i + size], 0, self.timing)
