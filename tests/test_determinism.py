@@ -71,8 +71,8 @@ def test_written_cases_run_back_through_case_file(pytester, tmp_path):
     assert n >= 3 and (rd / "results.jsonl").exists()
 
 
-def test_cases_command_errors(qconform_cli, tmp_path):
-    p = qconform_cli("cases", "-o", str(tmp_path / "x"), "--ops", "CONV_9D")
+def test_cases_command_errors(qconform_main, tmp_path):
+    p = qconform_main("cases", "-o", str(tmp_path / "x"), "--ops", "CONV_9D")
     assert p.returncode == 2 and p.stderr.startswith("qconform: error: field '--ops'") and "Traceback" not in p.stderr
-    p = qconform_cli("cases", "-o", str(tmp_path / "x"), "--cases-per-op", "0")
+    p = qconform_main("cases", "-o", str(tmp_path / "x"), "--cases-per-op", "0")
     assert p.returncode == 2 and "field '--cases-per-op'" in p.stderr

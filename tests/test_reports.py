@@ -464,8 +464,8 @@ def test_report_command_rebuilds_an_interrupted_run(run_dir, tmp_path, qconform_
     assert "did not finish" in (d / "index.html").read_text()
 
 
-def test_report_command_needs_results(tmp_path, qconform_cli):
-    p = qconform_cli("report", str(tmp_path))
+def test_report_command_needs_results(tmp_path, qconform_main):
+    p = qconform_main("report", str(tmp_path))
     assert p.returncode == 2 and "results.jsonl" in p.stderr and "Traceback" not in p.stderr
 
 
