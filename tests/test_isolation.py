@@ -24,8 +24,11 @@ from targets.base import Outcome, Timing, check_outcome, check_outcomes
 from tests.conftest import ROOT
 from tests.conftest import rows_written as _rows
 from tests.fault_targets import EXPECTED, BatchedFaulty, Faulty, InProcessFaulty
+from tests.inprocess import run_inprocess
 
 TIMING = Timing(warmup=0, repeats=1)
+
+pytest_plugins = "pytester"
 
 
 def _run(target, cases, tmp_path, **options):
@@ -322,9 +325,9 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_isolation_and_timeout_options_are_checked(run_suite):
-    proc, _ = run_suite("--target=ref", "--ops", "ADD", "--isolation", "threads")
+def test_isolation_and_timeout_options_are_checked(pytester):
+    proc, _ = run_inprocess(pytester, "--target=ref", "--ops", "ADD", "--isolation", "threads")
     assert proc.returncode == 4 and "--isolation" in proc.stderr and "Traceback" not in proc.stderr
     for bad in ("0", "-1", "inf", "nan"):
-        proc, _ = run_suite("--target=ref", "--ops", "ADD", "--case-timeout", bad)
+        proc, _ = run_inprocess(pytester, "--target=ref", "--ops", "ADD", "--case-timeout", bad)
         assert proc.returncode == 4 and "--case-timeout" in proc.stderr and "Traceback" not in proc.stderr, bad
