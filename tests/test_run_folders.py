@@ -126,10 +126,11 @@ def test_sigterm_ends_the_run_like_ctrl_c_with_its_summary_and_page(tmp_path):
     assert "Traceback" not in err
 
 
-def test_a_report_folder_that_cannot_be_made_is_one_error_naming_it(run_suite, tmp_path):
+def test_a_report_folder_that_cannot_be_made_is_one_error_naming_it(pytester, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    proc, _ = run_suite("--target=ref", "--ops", "ADD", "--cases-per-op", "2", report_dir=blocker / "reports")
+    proc, _ = run_inprocess(pytester, "--target=ref", "--ops", "ADD", "--cases-per-op", "2",
+                            report_dir=blocker / "reports")
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert str(blocker / "reports") in proc.stderr and "cannot write" in proc.stderr
     assert "Traceback" not in proc.stderr and "INTERNALERROR" not in proc.stdout + proc.stderr
