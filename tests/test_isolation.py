@@ -59,12 +59,13 @@ def _drain(ex, n_cases: int):
 
 # ----------------------------------------------------------------------------- end to end
 
-def test_segfault_hang_and_wrong_shape_get_exactly_their_verdicts(run_suite):
+def test_segfault_hang_and_wrong_shape_get_exactly_their_verdicts(pytester, monkeypatch):
     cases = generate(["ADD"], 12, 0)
     ids = [c.id for c in cases]
     plan = {ids[2]: "segv", ids[5]: "hang", ids[8]: "shape"}
-    proc, rd = run_suite("--target=tests.fault_targets:Faulty", "--ops", "ADD", "--cases-per-op", "12",
-                         "--case-timeout", "2", env={"QCONFORM_FAULTS": json.dumps(plan)})
+    monkeypatch.setenv("QCONFORM_FAULTS", json.dumps(plan))   # (read in the target's worker processes)
+    proc, rd = run_inprocess(pytester, "--target=tests.fault_targets:Faulty", "--ops", "ADD", "--cases-per-op", "12",
+                             "--case-timeout", "2")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     rows = {r["case_id"]: r for r in _rows(rd)}
     assert sorted(rows) == sorted(ids) and len(_rows(rd)) == len(ids)   # nothing lost, nothing twice

@@ -469,9 +469,9 @@ def test_report_command_needs_results(tmp_path, qconform_main):
     assert p.returncode == 2 and "results.jsonl" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_junit_xml_carries_properties(tmp_path, run_suite):
+def test_junit_xml_carries_properties(tmp_path, pytester):
     xml = tmp_path / "junit.xml"
-    proc, rd = run_suite("--target=ref", "--ops", "ADD", "--cases-per-op", "2", f"--junitxml={xml}")
+    proc, rd = run_inprocess(pytester, "--target=ref", "--ops", "ADD", "--cases-per-op", "2", f"--junitxml={xml}")
     assert proc.returncode == 0, proc.stdout[-2000:]
     rd = _folder(rd)
     text = xml.read_text()
