@@ -90,3 +90,20 @@ def qconform_cli():
         cmd = [sys.executable, "-m", "suite", *args]
         return subprocess.run(cmd, cwd=cwd or ROOT, capture_output=True, text=True, timeout=timeout)
     return _run
+
+
+@pytest.fixture
+def qconform_main(capsys):
+    """The qconform command line in this process (suite.cli.main; no interpreter start-up), for
+    commands that start no runtime: a CompletedProcess, as qconform_cli gives."""
+    from suite.cli import main
+
+    def _run(*args: str):
+        capsys.readouterr()   # what came before
+        try:
+            code = main(list(args))
+        except SystemExit as e:   # argparse's usage errors
+            code = e.code if isinstance(e.code, int) else 1
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(["qconform", *args], code, out.out, out.err)
+    return _run

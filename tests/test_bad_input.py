@@ -184,13 +184,13 @@ def test_case_with_an_output_the_op_does_not_have(tmp_path):
     assert "[litert-int8/FULLY_CONNECTED/outputs]" in str(e)
 
 
-def test_case_files_on_the_command_lines(run, qconform_cli, tmp_path):
+def test_case_files_on_the_command_lines(run, qconform_main, tmp_path):
     p = _case_file(tmp_path, _set("inputs.0.dtype", "int9"))
     proc, _ = run("--target=ref", f"--case-file={p}")
     _one_line_usage_error(proc, str(p), "field 'inputs[0].dtype'", "(rule: dtype name)")
     proc, _ = run("--target=ref", f"--case-file={tmp_path / 'missing.json'}")
     _one_line_usage_error(proc, "missing.json", "no such file")
-    cli = qconform_cli("golden", str(p))
+    cli = qconform_main("golden", str(p))
     assert cli.returncode == 2 and "Traceback" not in cli.stderr
     assert cli.stderr.strip().splitlines() == [f"qconform: error: {p}: field 'inputs[0].dtype': unknown dtype "
                                                f"\"int9\" (known: {cli.stderr.split('(known: ')[1].split(')')[0]}) "
@@ -408,7 +408,7 @@ def test_encodings_file_that_is_not_a_json_object(tmp_path, text, words):
 
 # ----------------------------------------------------------------------------- on the command lines
 
-def test_bad_files_and_options_are_one_line_usage_errors(run, qconform_cli, tmp_path):
+def test_bad_files_and_options_are_one_line_usage_errors(run, qconform_main, tmp_path):
     tol = tmp_path / "tol.toml"
     tol.write_text('format = "qconform-tolerance/1"\n[[rule]]\nmax_abs_lsb = -1\n')
     proc, _ = run("--target=ref", "--ops", "ADD", f"--tolerance={tol}")
@@ -439,7 +439,7 @@ def test_bad_files_and_options_are_one_line_usage_errors(run, qconform_cli, tmp_
 
     enc = tmp_path / "enc.json"
     enc.write_text('{"activation_encodings": {}}')
-    cli = qconform_cli("encodings", str(enc))
+    cli = qconform_main("encodings", str(enc))
     assert cli.returncode == 2 and "Traceback" not in cli.stderr
     assert cli.stderr.strip().splitlines() == [
         f"qconform: error: {enc}: field 'param_encodings': is missing (rule: activation_encodings and "
@@ -448,7 +448,7 @@ def test_bad_files_and_options_are_one_line_usage_errors(run, qconform_cli, tmp_
 
 # ----------------------------------------------------------------------------- checked where they enter (#14)
 
-def test_case_file_options_the_golden_refuses_stop_the_run_before_any_target(run, qconform_cli, tmp_path):
+def test_case_file_options_the_golden_refuses_stop_the_run_before_any_target(run, qconform_main, tmp_path):
     """Before: padding "SAME_X" was 1 skipped and exit 0 (stride_h "1" a TypeError charged to the
     target); now one usage error naming the file, the field and the rule, and no run folder."""
     from suite.cases.generate import make_case
@@ -461,7 +461,7 @@ def test_case_file_options_the_golden_refuses_stop_the_run_before_any_target(run
         proc, rd = run("--target=ref,tests.spine_targets:OffByOne", f"--case-file={p}")
         _one_line_usage_error(proc, str(p), f"field '{field}'", words, "(rule: the case must follow its spec table)")
         assert not (tmp_path / "report").exists() and not rd.exists()
-    cli = qconform_cli("golden", str(p))
+    cli = qconform_main("golden", str(p))
     assert cli.returncode == 2 and cli.stderr.startswith(f"qconform: error: {p}: field 'attrs.stride_h'"), cli.stderr
 
 

@@ -151,8 +151,8 @@ def test_bench_runs_keep_the_user_cache(tmp_path):
     assert os.environ.get("QCONFORM_NATIVE_DIR") != env["QCONFORM_NATIVE_DIR"]
 
 
-def test_bench_rejects_bad_numbers(qconform_cli):
-    p = qconform_cli("bench", "--workers", "x")
+def test_bench_rejects_bad_numbers(qconform_main):
+    p = qconform_main("bench", "--workers", "x")
     assert p.returncode == 2 and "--workers" in p.stderr
-    p = qconform_cli("bench", "--suite", "--warm-runs", "0")
+    p = qconform_main("bench", "--suite", "--warm-runs", "0")
     assert p.returncode == 2 and "--warm-runs" in p.stderr

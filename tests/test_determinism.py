@@ -54,16 +54,23 @@ def test_same_seed_same_bytes_across_processes(tmp_path, args):
         assert (tmp_path / "a" / f"{c.id}.json").read_text() == c.to_json(), c.id
 
 
-def test_other_seed_other_cases(tmp_path):
-    a = _write(tmp_path / "a", ENVS["a"], "--ops", "ADD,CONV_2D", "--seed", "1", "--cases-per-op", "3")
-    b = _write(tmp_path / "b", ENVS["a"], "--ops", "ADD,CONV_2D", "--seed", "2", "--cases-per-op", "3")
-    assert a.stdout != b.stdout
+def _write_here(cli, out: Path, *args: str) -> subprocess.CompletedProcess:
+    """``qconform cases -o out --golden *args`` in this process (processes: _write)."""
+    p = cli("cases", "-o", str(out), "--golden", *args)
+    assert p.returncode == 0, p.stderr
+    return p
+
+
+def test_other_seed_other_cases(qconform_main, tmp_path):
+    a = _write_here(qconform_main, tmp_path / "a", "--ops", "ADD,CONV_2D", "--seed", "1", "--cases-per-op", "3")
+    b = _write_here(qconform_main, tmp_path / "b", "--ops", "ADD,CONV_2D", "--seed", "2", "--cases-per-op", "3")
+    assert a.stdout != b.stdout and a.stdout.startswith("digest: ")
     assert set(_digests(tmp_path / "a")) == set(_digests(tmp_path / "b"))   # same ids, other data
 
 
-def test_written_cases_run_back_through_case_file(pytester, tmp_path):
+def test_written_cases_run_back_through_case_file(pytester, qconform_main, tmp_path):
     """The files are the suite's case format: `pytest --case-file=DIR` runs them (goldens skipped)."""
-    _write(tmp_path / "c", ENVS["a"], "--ops", "ADD", "--cases-per-op", "3")
+    _write_here(qconform_main, tmp_path / "c", "--ops", "ADD", "--cases-per-op", "3")
     proc, rd = run_inprocess(pytester, "--target=ref", f"--case-file={tmp_path / 'c'}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     n = len(list((tmp_path / "c").glob("*.golden.json")))
@@ -71,8 +78,8 @@ def test_written_cases_run_back_through_case_file(pytester, tmp_path):
     assert n >= 3 and (rd / "results.jsonl").exists()
 
 
-def test_cases_command_errors(qconform_cli, tmp_path):
-    p = qconform_cli("cases", "-o", str(tmp_path / "x"), "--ops", "CONV_9D")
+def test_cases_command_errors(qconform_main, tmp_path):
+    p = qconform_main("cases", "-o", str(tmp_path / "x"), "--ops", "CONV_9D")
     assert p.returncode == 2 and p.stderr.startswith("qconform: error: field '--ops'") and "Traceback" not in p.stderr
-    p = qconform_cli("cases", "-o", str(tmp_path / "x"), "--cases-per-op", "0")
+    p = qconform_main("cases", "-o", str(tmp_path / "x"), "--cases-per-op", "0")
     assert p.returncode == 2 and "field '--cases-per-op'" in p.stderr

@@ -46,17 +46,17 @@ def runs(tmp_path_factory):
             "slower": run("slower", QCONFORM_FLIP_EVERY="0", QCONFORM_LATENCY_SCALE="2")}
 
 
-def test_identical_runs_exit_0(runs, qconform_cli, tmp_path):
-    p = qconform_cli("diff", str(runs["base"]), str(runs["same"]), "-o", str(tmp_path))
+def test_identical_runs_exit_0(runs, qconform_main, tmp_path):
+    p = qconform_main("diff", str(runs["base"]), str(runs["same"]), "-o", str(tmp_path))
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.startswith(f"NO REGRESSION ({len(read_rows(runs['base']))} results compared)\n")
     d = json.loads((tmp_path / "diff.json").read_text())
     assert d["regressed"] is False and d["compared"] == len(read_rows(runs["base"]))
 
 
-def test_one_lsb_worse_exits_1_and_names_exactly_those_cases(runs, qconform_cli, tmp_path):
+def test_one_lsb_worse_exits_1_and_names_exactly_those_cases(runs, qconform_main, tmp_path):
     md = tmp_path / "diff.md"
-    p = qconform_cli("diff", str(runs["base"]), str(runs["worse"]), "-o", str(tmp_path), "--markdown", str(md))
+    p = qconform_main("diff", str(runs["base"]), str(runs["worse"]), "-o", str(tmp_path), "--markdown", str(md))
     assert p.returncode == 1, p.stdout + p.stderr
     rows = read_rows(runs["worse"])
     expected = {r["case_id"] for r in rows if r["status"] != "unsupported" and flipped(r["case_id"], 3)}
@@ -73,19 +73,19 @@ def test_one_lsb_worse_exits_1_and_names_exactly_those_cases(runs, qconform_cli,
     assert md.read_text().startswith("### ❌ REGRESSED: 0 new failures, ") and (tmp_path / "diff.csv").exists()
 
 
-def test_latency_regression_listed_and_gated_only_when_asked(runs, qconform_cli, tmp_path):
+def test_latency_regression_listed_and_gated_only_when_asked(runs, qconform_main, tmp_path):
     """Twice as slow on every case: listed by default (exit 0), a regression with --latency-gate."""
-    p = qconform_cli("diff", str(runs["base"]), str(runs["slower"]), "-o", str(tmp_path))
+    p = qconform_main("diff", str(runs["base"]), str(runs["slower"]), "-o", str(tmp_path))
     assert p.returncode == 0, p.stdout
     d = json.loads((tmp_path / "diff.json").read_text())
     assert d["case_regressions"] == [] and d["group_regressions"] == []
     assert d["latency_changes"] and all(g["latency"] == "slower" and g["latency_p"] < 0.05 for g in d["latency_changes"])
     assert "latency +100.0% (" in p.stdout and "listed, not gating" in p.stdout
-    p = qconform_cli("diff", str(runs["base"]), str(runs["slower"]), "-o", str(tmp_path), "--latency-gate")
+    p = qconform_main("diff", str(runs["base"]), str(runs["slower"]), "-o", str(tmp_path), "--latency-gate")
     assert p.returncode == 1, p.stdout
     assert p.stdout.startswith("REGRESSED: 0 new failures, ") and "slower (--latency-gate)" in p.stdout.splitlines()[0]
     # a threshold above the slow-down accepts it
-    p = qconform_cli("diff", str(runs["base"]), str(runs["slower"]), "-o", str(tmp_path), "--latency-gate",
+    p = qconform_main("diff", str(runs["base"]), str(runs["slower"]), "-o", str(tmp_path), "--latency-gate",
                      "--latency-threshold", "150")
     assert p.returncode == 0, p.stdout
 

@@ -188,10 +188,10 @@ def test_the_random_baseline_runs_the_same_spaces_seeded():
 
 def test_a_crash_costs_one_case_and_the_hunt_goes_on():
     """LESS aborts in CornerBug's corner: a ``crash`` group; the worker is replaced, the search goes on."""
-    _, res = _hunt(CornerBug(), "LESS", max_examples=60, timeout=20.0)
+    _, res = _hunt(CornerBug(), "LESS", max_examples=20, timeout=20.0)   # (each crash: a new worker)
     crash = [g for g in res.groups if g.status == "crash"]
     assert crash and "SIGABRT" in crash[0].row["reason"]
-    assert res.examples == 60 and crash[0].hits < 60 and res.counts.get("pass", 0) > 0
+    assert res.examples == 20 and crash[0].hits < 20 and res.counts.get("pass", 0) > 0
 
 
 def test_known_findings_are_recognised_and_not_chased_unless_asked():
@@ -239,10 +239,9 @@ def test_pytest_hunt_is_a_test_per_op_and_target_after_the_cases(pytester):
     assert again.returncode == 1 and "1 failed" in again.stdout, again.stdout
 
 
-def test_cli_writes_cases_and_a_summary_and_refuses_unknown_ops(tmp_path):
+def test_cli_writes_cases_and_a_summary_and_refuses_unknown_ops(tmp_path, qconform_main):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    bad = subprocess.run([sys.executable, "-m", "suite", "hunt", "--target=ref", "--ops=CONV2D"],
-                         capture_output=True, text=True, cwd=ROOT, env=env)
+    bad = qconform_main("hunt", "--target=ref", "--ops=CONV2D")
     assert bad.returncode == 2 and "no hunt space for CONV2D" in bad.stderr
     p = subprocess.run([sys.executable, "-m", "suite", "hunt", "--target=tests.test_hunt:CornerBug", "--ops=ADD",
                         "--max-examples=150", "--budget=60", "-o", str(tmp_path), "-q"],

@@ -24,8 +24,11 @@ from targets.base import Outcome, Timing, check_outcome, check_outcomes
 from tests.conftest import ROOT
 from tests.conftest import rows_written as _rows
 from tests.fault_targets import EXPECTED, BatchedFaulty, Faulty, InProcessFaulty
+from tests.inprocess import run_inprocess
 
 TIMING = Timing(warmup=0, repeats=1)
+
+pytest_plugins = "pytester"
 
 
 def _run(target, cases, tmp_path, **options):
@@ -56,12 +59,13 @@ def _drain(ex, n_cases: int):
 
 # ----------------------------------------------------------------------------- end to end
 
-def test_segfault_hang_and_wrong_shape_get_exactly_their_verdicts(run_suite):
+def test_segfault_hang_and_wrong_shape_get_exactly_their_verdicts(pytester, monkeypatch):
     cases = generate(["ADD"], 12, 0)
     ids = [c.id for c in cases]
     plan = {ids[2]: "segv", ids[5]: "hang", ids[8]: "shape"}
-    proc, rd = run_suite("--target=tests.fault_targets:Faulty", "--ops", "ADD", "--cases-per-op", "12",
-                         "--case-timeout", "2", env={"QCONFORM_FAULTS": json.dumps(plan)})
+    monkeypatch.setenv("QCONFORM_FAULTS", json.dumps(plan))   # (read in the target's worker processes)
+    proc, rd = run_inprocess(pytester, "--target=tests.fault_targets:Faulty", "--ops", "ADD", "--cases-per-op", "12",
+                             "--case-timeout", "2")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     rows = {r["case_id"]: r for r in _rows(rd)}
     assert sorted(rows) == sorted(ids) and len(_rows(rd)) == len(ids)   # nothing lost, nothing twice
@@ -322,9 +326,9 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_isolation_and_timeout_options_are_checked(run_suite):
-    proc, _ = run_suite("--target=ref", "--ops", "ADD", "--isolation", "threads")
+def test_isolation_and_timeout_options_are_checked(pytester):
+    proc, _ = run_inprocess(pytester, "--target=ref", "--ops", "ADD", "--isolation", "threads")
     assert proc.returncode == 4 and "--isolation" in proc.stderr and "Traceback" not in proc.stderr
     for bad in ("0", "-1", "inf", "nan"):
-        proc, _ = run_suite("--target=ref", "--ops", "ADD", "--case-timeout", bad)
+        proc, _ = run_inprocess(pytester, "--target=ref", "--ops", "ADD", "--case-timeout", bad)
         assert proc.returncode == 4 and "--case-timeout" in proc.stderr and "Traceback" not in proc.stderr, bad

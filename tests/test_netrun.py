@@ -15,8 +15,9 @@ from suite.cases.generate import generate
 from targets import get_target
 from targets.base import Timing
 from targets.netrun import NetrunTarget, load_profile
+from tests.inprocess import run_inprocess
 
-pytest_plugins = "tests.standins.conftest_fixtures"   # the device fixtures: sshd, fake_adb, dead_host
+pytest_plugins = ("tests.standins.conftest_fixtures", "pytester")   # the device fixtures: sshd, fake_adb, dead_host
 
 FAKE = Path(__file__).resolve().parent / "standins" / "fake_net_run.py"
 PY = sys.executable
@@ -164,8 +165,8 @@ def test_bad_profiles_are_one_clear_error(tmp_path, body, field):
         assert f"field '{field}'" in str(e.value)
 
 
-def test_netrun_without_profile_is_a_usage_error(run_suite):
-    proc, _ = run_suite("--target=netrun", "--ops", "ADD")
+def test_netrun_without_profile_is_a_usage_error(pytester):
+    proc, _ = run_inprocess(pytester, "--target=netrun", "--ops", "ADD")
     assert proc.returncode == 4 and "--netrun-profile" in proc.stderr and "Traceback" not in proc.stderr
 
 

@@ -11,6 +11,9 @@ import pytest
 
 from targets import get_target
 from tests.conftest import rows_written as _rows
+from tests.inprocess import run_inprocess
+
+pytest_plugins = "pytester"
 
 pytest.importorskip("xdist", reason="several devices need pytest-xdist")
 
@@ -78,26 +81,26 @@ def test_shard_spreads_op_target_groups_over_devices(run_suite, tmp_path):
     (["-p", "no:xdist"], "need pytest-xdist"),
     (["--dist", "loadscope"], "--dist loadscope with several devices"),
 ])
-def test_worker_count_must_match_devices(run_suite, tmp_path, extra, words):
-    proc, _ = run_suite("--target=ort", "--ops", "ADD", *extra, *_devices(tmp_path))
+def test_worker_count_must_match_devices(pytester, tmp_path, extra, words):
+    proc, _ = run_inprocess(pytester, "--target=ort", "--ops", "ADD", *extra, *_devices(tmp_path))
     assert proc.returncode == 4 and words in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_device_needs_a_device_capable_target(run_suite, tmp_path):
-    proc, _ = run_suite("--target=ref", "--ops", "ADD", f"--device=local:{tmp_path}")
+def test_device_needs_a_device_capable_target(pytester, tmp_path):
+    proc, _ = run_inprocess(pytester, "--target=ref", "--ops", "ADD", f"--device=local:{tmp_path}")
     assert proc.returncode == 4 and "cannot run on a device" in proc.stderr
-    proc, _ = run_suite("--ops", "ADD", f"--device=local:{tmp_path}")
+    proc, _ = run_inprocess(pytester, "--ops", "ADD", f"--device=local:{tmp_path}")
     assert proc.returncode == 4 and "--device needs --target" in proc.stderr
-    proc, _ = run_suite("--target=ort", "--ops", "ADD", "--device=fax:1234")
+    proc, _ = run_inprocess(pytester, "--target=ort", "--ops", "ADD", "--device=fax:1234")
     assert proc.returncode == 4 and "unknown device kind 'fax'" in proc.stderr
 
 
-def test_a_dead_device_in_a_farm_is_one_error_before_any_worker(run_suite, tmp_path):
+def test_a_dead_device_in_a_farm_is_one_error_before_any_worker(pytester, tmp_path):
     """The controller probes every device at once before starting workers: one line naming the
     device that failed (and not the one that answered), no run folder."""
     bad = f"local:{tmp_path / 'board b'}?name=board-b&python=/nonexistent/python3"
-    proc, rd = run_suite("--target=ort", "--ops", "ADD", f"--device=local:{tmp_path / 'board a'}?name=board-a",
-                         f"--device={bad}")
+    proc, rd = run_inprocess(pytester, "--target=ort", "--ops", "ADD",
+                             f"--device=local:{tmp_path / 'board a'}?name=board-a", f"--device={bad}")
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert proc.returncode == 4 and len(lines) == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert lines[0].startswith(f"ERROR: {bad}: field '--device': the device's python (/nonexistent/python3)")

@@ -464,14 +464,14 @@ def test_report_command_rebuilds_an_interrupted_run(run_dir, tmp_path, qconform_
     assert "did not finish" in (d / "index.html").read_text()
 
 
-def test_report_command_needs_results(tmp_path, qconform_cli):
-    p = qconform_cli("report", str(tmp_path))
+def test_report_command_needs_results(tmp_path, qconform_main):
+    p = qconform_main("report", str(tmp_path))
     assert p.returncode == 2 and "results.jsonl" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_junit_xml_carries_properties(tmp_path, run_suite):
+def test_junit_xml_carries_properties(tmp_path, pytester):
     xml = tmp_path / "junit.xml"
-    proc, rd = run_suite("--target=ref", "--ops", "ADD", "--cases-per-op", "2", f"--junitxml={xml}")
+    proc, rd = run_inprocess(pytester, "--target=ref", "--ops", "ADD", "--cases-per-op", "2", f"--junitxml={xml}")
     assert proc.returncode == 0, proc.stdout[-2000:]
     rd = _folder(rd)
     text = xml.read_text()

@@ -14,6 +14,9 @@ import time
 from pathlib import Path
 
 from tests.conftest import ROOT, rows_written
+from tests.inprocess import run_inprocess
+
+pytest_plugins = "pytester"
 
 
 def _cmd(report: Path, *args: str) -> list[str]:
@@ -53,17 +56,17 @@ def test_two_runs_started_together_each_complete_in_its_own_folder(tmp_path):
     assert (report / "latest").resolve() in [r.resolve() for r in runs]
 
 
-def test_latest_moves_only_for_a_complete_unfiltered_run(run_suite, tmp_path):
+def test_latest_moves_only_for_a_complete_unfiltered_run(pytester, tmp_path):
     report = tmp_path / "report"
-    proc, full = run_suite("--target=ref", "--ops", "ADD", "--cases-per-op", "3", report_dir=report)
+    proc, full = run_inprocess(pytester, "--target=ref", "--ops", "ADD", "--cases-per-op", "3", report_dir=report)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (report / "latest").resolve() == full.resolve()
-    proc, part = run_suite("--target=ref", "--ops", "ADD", "--cases-per-op", "3", "-k", "ADD-sat_hi-000",
-                           report_dir=report)
+    proc, part = run_inprocess(pytester, "--target=ref", "--ops", "ADD", "--cases-per-op", "3",
+                               "-k", "ADD-sat_hi-000", report_dir=report)
     assert proc.returncode == 0 and part != full
     assert (report / "latest").resolve() == full.resolve()   # a -k run is not the latest complete run
-    proc, stopped = run_suite("--target=tests.spine_targets:OffByOne", "--ops", "ADD", "--cases-per-op", "4",
-                              "-x", report_dir=report)
+    proc, stopped = run_inprocess(pytester, "--target=tests.spine_targets:OffByOne", "--ops", "ADD",
+                                  "--cases-per-op", "4", "-x", report_dir=report)
     assert proc.returncode == 1
     assert (report / "latest").resolve() == full.resolve()   # nor one that -x stopped
 
@@ -123,10 +126,11 @@ def test_sigterm_ends_the_run_like_ctrl_c_with_its_summary_and_page(tmp_path):
     assert "Traceback" not in err
 
 
-def test_a_report_folder_that_cannot_be_made_is_one_error_naming_it(run_suite, tmp_path):
+def test_a_report_folder_that_cannot_be_made_is_one_error_naming_it(pytester, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    proc, _ = run_suite("--target=ref", "--ops", "ADD", "--cases-per-op", "2", report_dir=blocker / "reports")
+    proc, _ = run_inprocess(pytester, "--target=ref", "--ops", "ADD", "--cases-per-op", "2",
+                            report_dir=blocker / "reports")
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert str(blocker / "reports") in proc.stderr and "cannot write" in proc.stderr
     assert "Traceback" not in proc.stderr and "INTERNALERROR" not in proc.stdout + proc.stderr

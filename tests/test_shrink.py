@@ -136,12 +136,12 @@ def test_shrink_refuses_a_passing_case_and_an_unknown_op():
             shrink(t, lambda c: Judgement(True, "fail"))
 
 
-def test_shrink_cli_errors(tmp_path, qconform_cli):
+def test_shrink_cli_errors(tmp_path, qconform_main):
     _needs("ADD")
     src = save_case(make_case("ADD", "random", 0), tmp_path / "a.json")
-    p = qconform_cli("shrink", str(src))
+    p = qconform_main("shrink", str(src))
     assert p.returncode == 2 and "--target" in p.stderr
-    p = qconform_cli("shrink", str(src), "--target", "ref")
+    p = qconform_main("shrink", str(src), "--target", "ref")
     assert p.returncode == 2 and "does not fail" in p.stderr and "Traceback" not in p.stderr
 
 
