@@ -217,10 +217,10 @@ def placement_text(eps: dict[str, list[str]]) -> str:
 
 # ----------------------------------------------------------------------------- QNN context cache
 
-def cache_dir_of(option: str | None) -> Path | None:
-    """The context-cache folder: the option, else $QCONFORM_CACHE_DIR, else ~/.cache/qconform/qnn;
-    ``off`` / ``none`` / empty disables the cache."""
-    value = option if option is not None else os.environ.get(CACHE_ENV, DEFAULT_CACHE_DIR)
+def cache_dir_of(option: str | None, default: str = DEFAULT_CACHE_DIR) -> Path | None:
+    """The context-cache folder: the option, else $QCONFORM_CACHE_DIR, else ``default``
+    (~/.cache/qconform/qnn); ``off`` / ``none`` / empty disables the cache."""
+    value = option if option is not None else os.environ.get(CACHE_ENV, default)
     if value is None or str(value).strip().lower() in ("", "off", "none", "0", "no"):
         return None
     return Path(os.path.expanduser(str(value)))
