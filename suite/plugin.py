@@ -93,8 +93,9 @@ def pytest_addoption(parser):
     g.addoption("--htp-performance-mode", default="burst", metavar="MODE",
                 help="QNN HTP performance mode (default burst)")
     g.addoption("--cache-dir", default=None, metavar="DIR",
-                help="QNN context cache of the htp target (default $QCONFORM_CACHE_DIR or "
-                     "~/.cache/qconform/qnn; 'off' disables it; see docs/performance.md)")
+                help="compiled-model cache of the htp and openvino targets (default $QCONFORM_CACHE_DIR, "
+                     "else ~/.cache/qconform/qnn and ~/.cache/qconform/openvino; 'off' disables it; "
+                     "see docs/performance.md)")
     g.addoption("--device", action="append", default=[], metavar="KIND:ADDR[,...]",
                 help="run the targets on device(s): ssh:user@host, adb:SERIAL, local[:DIR], with "
                      "?python=...&root=... settings (repeatable or comma list; several devices: one "
