@@ -32,7 +32,7 @@ BUILTIN: dict[str, str] = {
 }
 
 #: what `pytest` with no --target runs (each only if available)
-DEFAULT_TARGETS = ["ref", "tflite", "tflite-ref", "ort", "htp", "tflm"]
+DEFAULT_TARGETS = ["ref", "tflite", "tflite-ref", "ort", "htp", "tflm", "openvino"]
 
 ENTRY_POINT_GROUP = "qconform.targets"
 
