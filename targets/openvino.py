@@ -17,7 +17,7 @@ import json
 from types import SimpleNamespace
 
 from suite.core.errors import Unsupported
-from targets.batching import BatchFailed, ContextCache, cache_dir_of
+from targets.batching import ContextCache, cache_dir_of
 from targets.device_runner import isa_flags
 from targets.onnx_model import load_onnx
 from targets.ort import OrtTarget
@@ -130,10 +130,7 @@ class OpenvinoTarget(OrtTarget):
         blob, _, failed = cache.lookup_bytes(key)   # verified bytes
         stats = self.batch_stats
         if failed is not None:
-            stats.cache_hits += 1
-            if prefixes is not None:
-                raise BatchFailed(f"recorded in the OpenVINO cache: {failed.get('reason', '')}")
-            raise Unsupported(failed.get("reason") or "OpenVINO rejected the model (recorded in the cache)")
+            raise cache.refusal(failed, prefixes is not None, stats, "OpenVINO")
         if blob is not None:
             try:
                 sess = _Session(self._core().import_model(blob, "CPU", CONFIG))
