@@ -17,28 +17,35 @@ import pyarrow.pandas_compat  # noqa: F401,E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The project's tests must not fill the user's QNN context cache (~/.cache/qconform/qnn):
-# every test process and the suite runs they start share one throwaway cache folder.
-if "QCONFORM_CACHE_DIR" not in os.environ:
-    import tempfile
-    os.environ["QCONFORM_CACHE_DIR"] = tempfile.mkdtemp(prefix="qconform-test-cache-")
-# Nor its build of the golden's C dot product (~/.cache/qconform/native).
-if "QCONFORM_NATIVE_DIR" not in os.environ:
-    import tempfile
-    os.environ["QCONFORM_NATIVE_DIR"] = tempfile.mkdtemp(prefix="qconform-test-native-")
-# Nor its golden cache (~/.cache/qconform/golden): the suite runs the tests start compute
-# their goldens afresh (a test that wants the cache gives --golden-cache itself).
-os.environ.setdefault("QCONFORM_GOLDEN_CACHE", "off")
-# Nor make or read the user's cache key (~/.cache/qconform/key).
-if "QCONFORM_KEY_FILE" not in os.environ:
-    import tempfile
-    os.environ["QCONFORM_KEY_FILE"] = str(Path(tempfile.mkdtemp(prefix="qconform-test-key-")) / "key")
+TESTS_INI = ROOT / "tests" / "pytest.ini"
 
 
-# The suite runs the tests start keep their order and seeds: pytest-randomly (dev extra) only
-# where a test asks for it (tests/test_ci_plugins.py); in-process runs: tests/inprocess.py.
-if "-p no:randomly" not in os.environ.get("PYTEST_ADDOPTS", ""):
-    os.environ["PYTEST_ADDOPTS"] = " ".join(filter(None, [os.environ.get("PYTEST_ADDOPTS"), "-p no:randomly"]))
+def pytest_configure(config):
+    """Isolate the project's tests from the user's caches and key. Only for a session
+    configured by tests/pytest.ini: pytest also loads this file for a suite run whose
+    ``--report-dir DIR`` (a space, DIR existing) it took for a test path before the
+    plugin's options were known (no ini file then, so it loads the ``test*`` folders'
+    conftests); that run must keep the user's caches."""
+    if config.inipath is None or Path(config.inipath).resolve() != TESTS_INI:
+        return
+    import tempfile
+    # The project's tests must not fill the user's QNN context cache (~/.cache/qconform/qnn):
+    # every test process and the suite runs they start share one throwaway cache folder.
+    if "QCONFORM_CACHE_DIR" not in os.environ:
+        os.environ["QCONFORM_CACHE_DIR"] = tempfile.mkdtemp(prefix="qconform-test-cache-")
+    # Nor its build of the golden's C dot product (~/.cache/qconform/native).
+    if "QCONFORM_NATIVE_DIR" not in os.environ:
+        os.environ["QCONFORM_NATIVE_DIR"] = tempfile.mkdtemp(prefix="qconform-test-native-")
+    # Nor its golden cache (~/.cache/qconform/golden): the suite runs the tests start compute
+    # their goldens afresh (a test that wants the cache gives --golden-cache itself).
+    os.environ.setdefault("QCONFORM_GOLDEN_CACHE", "off")
+    # Nor make or read the user's cache key (~/.cache/qconform/key).
+    if "QCONFORM_KEY_FILE" not in os.environ:
+        os.environ["QCONFORM_KEY_FILE"] = str(Path(tempfile.mkdtemp(prefix="qconform-test-key-")) / "key")
+    # The suite runs the tests start keep their order and seeds: pytest-randomly (dev extra) only
+    # where a test asks for it (tests/test_ci_plugins.py); in-process runs: tests/inprocess.py.
+    if "-p no:randomly" not in os.environ.get("PYTEST_ADDOPTS", ""):
+        os.environ["PYTEST_ADDOPTS"] = " ".join(filter(None, [os.environ.get("PYTEST_ADDOPTS"), "-p no:randomly"]))
 
 
 def run_folder(report_dir: Path) -> Path:
