@@ -93,9 +93,9 @@ def pytest_addoption(parser):
     g.addoption("--htp-performance-mode", default="burst", metavar="MODE",
                 help="QNN HTP performance mode (default burst)")
     g.addoption("--cache-dir", default=None, metavar="DIR",
-                help="QNN context cache of the htp target (default $QCONFORM_CACHE_DIR or "
-                     "~/.cache/qconform/qnn; the tosa target's is DIR/tosa, default "
-                     "~/.cache/qconform/tosa; 'off' disables them; see docs/performance.md)")
+                help="compiled-model caches of the htp, openvino and tosa targets (default "
+                     "$QCONFORM_CACHE_DIR, else ~/.cache/qconform/qnn, .../openvino and .../tosa; "
+                     "tosa keeps its entries in DIR/tosa; 'off' disables them; see docs/performance.md)")
     g.addoption("--device", action="append", default=[], metavar="KIND:ADDR[,...]",
                 help="run the targets on device(s): ssh:user@host, adb:SERIAL, local[:DIR], with "
                      "?python=...&root=... settings (repeatable or comma list; several devices: one "

@@ -32,7 +32,7 @@ BUILTIN: dict[str, str] = {
 }
 
 #: what `pytest` with no --target runs (each only if available)
-DEFAULT_TARGETS = ["ref", "tflite", "tflite-ref", "ort", "htp", "tflm", "tosa"]
+DEFAULT_TARGETS = ["ref", "tflite", "tflite-ref", "ort", "htp", "tflm", "openvino", "tosa"]
 
 ENTRY_POINT_GROUP = "qconform.targets"
 

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from suite.core.errors import Unsupported
 from suite.core.keyed import KeyProblem, mac, user_key, verify
 from targets.base import Outcome
 from targets.onnx_model import load_onnx
@@ -217,10 +218,10 @@ def placement_text(eps: dict[str, list[str]]) -> str:
 
 # ----------------------------------------------------------------------------- QNN context cache
 
-def cache_dir_of(option: str | None) -> Path | None:
-    """The context-cache folder: the option, else $QCONFORM_CACHE_DIR, else ~/.cache/qconform/qnn;
-    ``off`` / ``none`` / empty disables the cache."""
-    value = option if option is not None else os.environ.get(CACHE_ENV, DEFAULT_CACHE_DIR)
+def cache_dir_of(option: str | None, default: str = DEFAULT_CACHE_DIR) -> Path | None:
+    """The context-cache folder: the option, else $QCONFORM_CACHE_DIR, else ``default``
+    (~/.cache/qconform/qnn); ``off`` / ``none`` / empty disables the cache."""
+    value = option if option is not None else os.environ.get(CACHE_ENV, default)
     if value is None or str(value).strip().lower() in ("", "off", "none", "0", "no"):
         return None
     return Path(os.path.expanduser(str(value)))
@@ -359,6 +360,15 @@ class ContextCache:
             _write_json(self.paths(key)[2], {"format": self.format, "record": record, "mac": tag})
         except OSError:
             pass
+
+    def refusal(self, failed: dict, batch: bool, stats: BatchStats, runtime: str) -> Exception:
+        """What a verified refusal record (``lookup_bytes``' third part) raises, counted as a hit:
+        for a batch BatchFailed (a hint: it is split at once), for one case Unsupported with the
+        recorded reason."""
+        stats.cache_hits += 1
+        if batch:
+            return BatchFailed(f"recorded in the {self.kind} cache: {failed.get('reason', '')}")
+        return Unsupported(failed.get("reason") or f"{runtime} refused the model (recorded in the cache)")
 
     def forget(self, key: str) -> None:
         for p in self.paths(key):

@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 
 from suite.core.errors import Unsupported
-from targets.batching import BatchFailed, ContextCache, cache_dir_of, placement_by_case
+from targets.batching import ContextCache, cache_dir_of, placement_by_case
 from targets.onnx_model import load_onnxruntime
 from targets.ort import OrtTarget, short_error
 
@@ -142,10 +142,7 @@ class HtpTarget(OrtTarget):
         ctx, meta, failed = cache.lookup_bytes(key)   # verified (the context's bytes, not its path)
         stats = self.batch_stats
         if failed is not None:
-            stats.cache_hits += 1
-            if prefixes is not None:
-                raise BatchFailed(f"recorded in the QNN context cache: {failed.get('reason', '')}")
-            raise Unsupported(failed.get("reason") or "QNN HTP refused the model (recorded in the cache)")
+            raise cache.refusal(failed, prefixes is not None, stats, "QNN HTP")
         if ctx is not None:
             try:
                 sess = ort.InferenceSession(ctx, self._session_options())

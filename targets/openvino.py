@@ -3,15 +3,33 @@
 ``core.compile_model(core.read_model(onnx_bytes, b""), "CPU")``: OpenVINO's low-precision
 transformations turn the QuantizeLinear/DequantizeLinear pairs around an op into its int8
 kernel, as for an Intel CPU/NPU user's QDQ model. Batches are one merged model compiled once
-(targets/ort.py, targets/batching.py): compiling dominates, about the same for one case or many.
+(targets/ort.py, targets/batching.py). Compiling dominates, so compiled models are kept in an
+authenticated cache (targets.batching.ContextCache; --cache-dir, $QCONFORM_CACHE_DIR, default
+~/.cache/qconform/openvino): ``export_model`` after a compile, ``import_model`` on a hit. The key
+covers the model bytes, the compile config, the OpenVINO build, and the CPU's ISA flags, OpenVINO's
+optimization capabilities and default inference precision (its low-precision transformations
+pick kernels and precisions by them), so a shared cache never serves another CPU's model.
 """
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
+from suite.core.errors import Unsupported
+from targets.batching import ContextCache, cache_dir_of
+from targets.device_runner import isa_flags
 from targets.onnx_model import load_onnx
 from targets.ort import OrtTarget
+
+DEFAULT_CACHE_DIR = "~/.cache/qconform/openvino"
+BLOB_FORMAT = "qconform-openvino-blob/1 hmac-sha256"   # in every entry's MAC
+#: the compile (and import) config: one thread, as the other CPU targets; nothing that changes kernels
+CONFIG = {"INFERENCE_NUM_THREADS": 1}
+#: OpenVINO's words when it refuses a model for what the model is (a static function of the
+#: model, the build and the CPU): a one-case refusal of this kind is recorded in the cache;
+#: any other failure is tried again next run
+STATIC_REFUSALS = ("No suitable implementations", "Conversion is failed for")
 
 #: the ONNX element types OpenVINO's Python API takes and gives as NumPy arrays (not 4-bit)
 _FOUR_BIT = ("int4", "uint4")
@@ -67,16 +85,76 @@ class OpenvinoTarget(OrtTarget):
             self._ov_core = load_openvino().Core()
         return self._ov_core
 
-    def create_session(self, content: bytes):
+    def _compile(self, content: bytes):
         core = self._core()
-        model = core.read_model(content, b"")
-        return _Session(core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": 1}))
+        return core.compile_model(core.read_model(content, b""), "CPU", CONFIG)
+
+    def create_session(self, content: bytes):
+        return _Session(self._compile(content))
 
     def refused(self, content: bytes, error: Exception, model=None) -> str:
         return f"OpenVINO rejected the model: {_short(error)}"
 
+    @property
+    def blob_cache(self) -> ContextCache | None:
+        """The compiled-model cache (option ``cache_dir`` / --cache-dir, $QCONFORM_CACHE_DIR,
+        default ~/.cache/qconform/openvino; ``off`` disables it): as htp's context cache, its
+        entries are authenticated with the user's key, a forged or damaged one is ignored."""
+        if not hasattr(self, "_blob_cache"):
+            root = cache_dir_of(self.options.get("cache_dir"), DEFAULT_CACHE_DIR)
+            self._blob_cache = (ContextCache(root, kind="OpenVINO compiled model", suffix=".blob",
+                                             fmt=BLOB_FORMAT) if root is not None else None)
+        return self._blob_cache
+
+    def cache_facts(self) -> list[str]:
+        """What, besides the model bytes, decides the compiled model: the config, the OpenVINO
+        build, the CPU's ISA and what OpenVINO makes of it (capabilities, default precision)."""
+        if not hasattr(self, "_cache_facts"):
+            core = self._core()
+            self._cache_facts = [
+                "openvino CPU", load_openvino().get_version(), json.dumps(CONFIG, sort_keys=True),
+                "isa=" + " ".join(isa_flags()),
+                "caps=" + " ".join(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")),
+                "precision=" + str(core.get_property("CPU", "INFERENCE_PRECISION_HINT"))]
+        return self._cache_facts
+
     def _open(self, content: bytes, prefixes):
-        return self.create_session(content), None   # OpenVINO records no per-node placement
+        """A compiled model of ``content`` (OpenVINO records no per-node placement): imported
+        from the cache when it holds the model, else compiled and exported into it. A batch
+        OpenVINO refused is recorded (the next run splits it at once), and so is one case's
+        refusal of a :data:`STATIC_REFUSALS` kind."""
+        cache = self.blob_cache
+        if cache is None or not cache.enabled:
+            return self.create_session(content), None
+        key = cache.key(content, *self.cache_facts())
+        blob, _, failed = cache.lookup_bytes(key)   # verified bytes
+        stats = self.batch_stats
+        if failed is not None:
+            raise cache.refusal(failed, prefixes is not None, stats, "OpenVINO")
+        if blob is not None:
+            try:
+                sess = _Session(self._core().import_model(blob, "CPU", CONFIG))
+                stats.cache_hits += 1
+                return sess, None
+            except Exception:  # noqa: BLE001
+                cache.forget(key)   # stale or damaged: compile again
+        stats.cache_misses += 1
+        try:
+            compiled = self._compile(content)
+        except Exception as e:
+            if prefixes is not None:   # a hint only: the next run splits this batch at once
+                cache.store_failure(key, _short(e))
+            elif any(m in str(e) for m in STATIC_REFUSALS):
+                reason = self.refused(content, e)
+                cache.store_failure(key, reason)
+                raise Unsupported(reason) from None
+            raise
+        cache.store_bytes(key, _bytes(compiled.export_model()), {"cases": len(prefixes) if prefixes else 1})
+        return _Session(compiled), None
+
+
+def _bytes(blob) -> bytes:
+    return blob.getvalue() if hasattr(blob, "getvalue") else bytes(blob)   # bytes or io.BytesIO by version
 
 
 def _short(e: Exception) -> str:

@@ -76,6 +76,10 @@ def _measure(target_name: str, mode: str, target, cases, batch_size: int, timing
                          dict(statuses))
 
 
+#: targets with a cache of compiled models (option cache_dir): measured with it off, cold and warm
+CACHED = ("htp", "openvino")
+
+
 def run(targets: list[str] | None = None, cases_per_op: int = 30, seed: int = 0, batch_size: int = 64,
         ops: list[str] | None = None, warmup: int = 1, repeats: int = 5,
         modes: tuple[str, ...] = ("off", "on"), log=None) -> list[ThroughputRow]:
@@ -93,11 +97,11 @@ def run(targets: list[str] | None = None, cases_per_op: int = 30, seed: int = 0,
         for mode in modes:
             before = len(rows)
             if mode == "off":
-                t = get_target(name, **({"cache_dir": "off"} if name == "htp" else {}))
+                t = get_target(name, **({"cache_dir": "off"} if name in CACHED else {}))
                 rows.append(_measure(name, "off (1 case/session)", t, cases, 1, timing))
                 t.close()
-            elif name == "htp":
-                with tempfile.TemporaryDirectory(prefix="qconform-bench-qnn-") as d:
+            elif name in CACHED:
+                with tempfile.TemporaryDirectory(prefix=f"qconform-bench-{name}-") as d:
                     for label in ("on, cold cache", "on, warm cache"):
                         t = get_target(name, cache_dir=d)
                         rows.append(_measure(name, label, t, cases, batch_size, timing))

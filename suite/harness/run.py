@@ -2,7 +2,9 @@
 
 The plugin registers the run's pairs (:meth:`Run.plan`, in test order): each (op, target)
 group's cases become batches (the first ``latency_cases`` of a group each run alone, so their
-latency is their own), queued on the target in test order. Each test asks for its verdict
+latency is their own), queued on the target in case-id order, whatever order the tests run in
+(pytest-randomly shuffles them): a group's batches are the same every run, so targets' caches of
+compiled batch models (htp, openvino) hit. Each test asks for its verdict
 (:meth:`Run.verdict`): the target's batches are taken in order until its case is judged; every
 case of a batch is judged and its row written at once, and each verdict is kept only until its
 test takes it.
@@ -75,6 +77,7 @@ class Run:
             self._submit_group(target, cases)
 
     def _submit_group(self, target: str, cases: list[Case]) -> None:
+        cases = sorted(cases, key=lambda c: c.id)
         lat, size = self.opts.latency_cases, self.opts.batch_size   # first: the latency singles and a batch
         # a target whose run time is no device's latency (the TOSA reference model) sets fewer
         lat = min(lat, getattr(self.targets.get(target), "latency_cases", lat))

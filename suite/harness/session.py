@@ -69,7 +69,8 @@ def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | 
         ahead=o.ahead, isolation=o.isolation, golden_cache=_golden_folder(o.golden_cache), waivers=o.waivers,
         certify=o.certify,
         target_options={"htp": {"htp_performance_mode": o.htp_performance_mode, "cache_dir": o.cache_dir},
-                        "tosa": {"cache_dir": o.cache_dir}, "netrun": {"profile": o.netrun_profile}})
+                        "openvino": {"cache_dir": o.cache_dir}, "tosa": {"cache_dir": o.cache_dir},
+                        "netrun": {"profile": o.netrun_profile}})
     if resumed is not None:
         resume_mod.check_config(resumed, opts)
     by_selector, unavailable = _targets(names, devices, device, opts.target_options)
