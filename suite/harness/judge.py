@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import hashlib
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,10 @@ from targets.base import Outcome, latency_stats
 from targets.device_runner import isa_flags
 
 
+#: cases whose goldens the judge keeps in memory (a default run has about 1,600)
+MEMO_CASES = 4096
+
+
 class Goldens:
     """Each case's goldens, computed once: kept for the operator being judged (its cases' other
     targets), and in ``store`` between runs."""
@@ -37,6 +42,9 @@ class Goldens:
         self.store = store
         self._op: str | None = None
         self._cases: dict[int, tuple[Case, str, dict, dict]] = {}   # id(case) -> (case, digest, goldens, stacks)
+        # digest -> (goldens, stacks), the last MEMO_CASES cases: each target's rows bring their own
+        # Case objects, and the (op, target) groups come in any order (pytest-randomly shuffles them)
+        self._digests: OrderedDict[str, tuple[dict, dict]] = OrderedDict()
         self._new: dict[str, dict] = {}   # digest -> goldens computed here, not yet stored
         self.computed = 0
 
@@ -47,8 +55,15 @@ class Goldens:
         e = self._cases.get(id(case))
         if e is None or e[0] is not case:
             digest = case.digest()
-            stored = self.store.get(digest) if self.store is not None else None
-            e = self._cases[id(case)] = (case, digest, dict(stored or {}), {})
+            shared = self._digests.get(digest)
+            if shared is None:
+                stored = self.store.get(digest) if self.store is not None else None
+                shared = self._digests[digest] = (dict(stored or {}), {})
+                if len(self._digests) > MEMO_CASES:
+                    self._digests.popitem(last=False)
+            else:
+                self._digests.move_to_end(digest)
+            e = self._cases[id(case)] = (case, digest, *shared)
         return e
 
     def digest(self, case: Case) -> str:
