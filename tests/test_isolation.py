@@ -60,8 +60,7 @@ def _drain(ex, n_cases: int):
 # ----------------------------------------------------------------------------- end to end
 
 def test_segfault_hang_and_wrong_shape_get_exactly_their_verdicts(pytester, monkeypatch):
-    cases = generate(["ADD"], 12, 0)
-    ids = [c.id for c in cases]
+    ids = sorted(c.id for c in generate(["ADD"], 12, 0))   # a group runs in case-id order
     plan = {ids[2]: "segv", ids[5]: "hang", ids[8]: "shape"}
     monkeypatch.setenv("QCONFORM_FAULTS", json.dumps(plan))   # (read in the target's worker processes)
     proc, rd = run_inprocess(pytester, "--target=tests.fault_targets:Faulty", "--ops", "ADD", "--cases-per-op", "12",
@@ -154,7 +153,7 @@ def test_batched_hang_is_rerun_one_case_at_a_time(tmp_path, monkeypatch):
 
 
 def test_batched_crash_is_rerun_one_case_at_a_time(tmp_path, monkeypatch):
-    cases = generate(["ADD"], 6, 0)[:6]
+    cases = sorted(generate(["ADD"], 6, 0)[:6], key=lambda c: c.id)   # a group runs in case-id order
     monkeypatch.setenv("QCONFORM_FAULTS", json.dumps({cases[3].id: "abort"}))
     verdicts, run, rd = _run(BatchedFaulty(), cases, tmp_path, timeout=5.0)
     assert [verdicts[c.id].status.value for c in cases] == ["pass"] * 3 + ["crash"] + ["pass"] * 2

@@ -30,6 +30,7 @@ def forget(goldens: judge.Goldens) -> None:
     """Drop the operator's memo of goldens (cases, digests, scheme stacks); keep the operator and
     the goldens not yet written to the store."""
     goldens._cases = {}
+    goldens._digests.clear()
 
 
 def _judge_without_memo(self, case, target, o, versions):
