@@ -45,6 +45,8 @@ DEFAULT_CACHE_DIR = "~/.cache/qconform/qnn"
 CACHE_ENV = "QCONFORM_CACHE_DIR"
 CONTEXT_FORMAT = "qconform-qnn-context/2 hmac-sha256"   # in every entry's MAC
 MAX_SIDECAR_BYTES = 16 << 20
+#: the largest compiled artifact (QNN context, OpenVINO blob, TOSA flatbuffer) read back
+MAX_ARTIFACT_BYTES = 4 << 30
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)   # a FIFO planted in the cache must not block a read
 
@@ -218,13 +220,16 @@ def placement_text(eps: dict[str, list[str]]) -> str:
 
 # ----------------------------------------------------------------------------- QNN context cache
 
-def cache_dir_of(option: str | None, default: str = DEFAULT_CACHE_DIR) -> Path | None:
-    """The context-cache folder: the option, else $QCONFORM_CACHE_DIR, else ``default``
-    (~/.cache/qconform/qnn); ``off`` / ``none`` / empty disables the cache."""
-    value = option if option is not None else os.environ.get(CACHE_ENV, default)
-    if value is None or str(value).strip().lower() in ("", "off", "none", "0", "no"):
+def cache_dir_of(option: str | None, default: str = DEFAULT_CACHE_DIR, sub: str | None = None) -> Path | None:
+    """The context-cache folder: the option, else $QCONFORM_CACHE_DIR (its folder ``sub`` when
+    given), else ``default`` (~/.cache/qconform/qnn); ``off`` / ``none`` / empty disables the cache."""
+    value = option if option is not None else os.environ.get(CACHE_ENV)
+    if value is None:
+        return Path(os.path.expanduser(default))
+    if str(value).strip().lower() in ("", "off", "none", "0", "no"):
         return None
-    return Path(os.path.expanduser(str(value)))
+    root = Path(os.path.expanduser(str(value)))
+    return root / sub if sub else root
 
 
 class ContextCache:
@@ -313,12 +318,38 @@ class ContextCache:
         return Path(name)
 
     def store(self, key: str, dumped: Path | None, meta: dict) -> bool:
-        ctx, side, fail = self.paths(key)
+        """Keep the artifact a runtime dumped at ``dumped`` (a :meth:`dump_path`) as ``key``'s."""
         if self._secret is None or dumped is None or not dumped.exists():
             return False
         try:
+            content = _read_regular(dumped, MAX_ARTIFACT_BYTES)
+        except OSError:
+            return False
+        return self._seal(key, dumped, content, meta)
+
+    def store_bytes(self, key: str, content: bytes, meta: dict) -> bool:
+        """Keep an artifact held in memory as ``key``'s."""
+        dump = self.dump_path(key)
+        if dump is None:
+            return False
+        try:
+            with open(dump, "xb") as f:
+                f.write(content)
+        except OSError:
+            return False
+        if self._seal(key, dump, content, meta):
+            return True
+        try:
+            dump.unlink()
+        except OSError:
+            pass
+        return False
+
+    def _seal(self, key: str, dumped: Path, content: bytes, meta: dict) -> bool:
+        """Move ``dumped`` (holding ``content``) into place with its authenticated sidecar."""
+        ctx, side, fail = self.paths(key)
+        try:
             meta = json.loads(json.dumps(meta))   # as it will read back
-            content = _read_regular(dumped)
             tag = mac(self._secret, self.format, "context", key, content, _canonical(meta))
             os.replace(dumped, ctx)
             _write_json(side, {"format": self.format, "meta": meta, "mac": tag})
@@ -330,25 +361,6 @@ class ContextCache:
             except OSError:
                 pass
         return True
-
-    def store_bytes(self, key: str, content: bytes, meta: dict) -> bool:
-        """Store an artifact held in memory (written to a temporary file in the folder, then
-        stored as :meth:`store` does)."""
-        dump = self.dump_path(key)
-        if dump is None:
-            return False
-        try:
-            with open(dump, "xb") as f:
-                f.write(content)
-        except OSError:
-            return False
-        stored = self.store(key, dump, meta)
-        if not stored:
-            try:
-                dump.unlink()
-            except OSError:
-                pass
-        return stored
 
     def store_failure(self, key: str, reason: str) -> None:
         if self._secret is None:
@@ -405,7 +417,7 @@ class ContextCache:
                 self._problem(f"damaged {self.kind} cache entry at {side} (ignored)")
             return None, None, None
         try:
-            content = _read_regular(ctx)
+            content = _read_regular(ctx, MAX_ARTIFACT_BYTES)
         except FileNotFoundError:
             return None, None, None
         except OSError:

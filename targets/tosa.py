@@ -37,12 +37,12 @@ from suite.core.errors import signal_name
 
 from targets import tflite_model
 from targets.base import Outcome, Target, Timing
-from targets.batching import CACHE_ENV, BatchFailed, ContextCache, batch_info, cache_dir_of, digest_of
+from targets.batching import BatchFailed, ContextCache, batch_info, cache_dir_of, digest_of
 from targets.tflite_model import _subgraph
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNNER = Path(__file__).resolve().parent / "tosa_runner.py"
-#: the largest reply read back (outputs as JSON lists)
+#: the largest reply line read back (outputs as base64 bytes)
 MAX_REPLY = 512 << 20
 #: the runner's time per case (tosa-opt and the reference model); a batch gets it per case
 CASE_TIMEOUT_S = 60
@@ -243,11 +243,7 @@ class TosaTarget(Target):
 def cache_dir(option: str | None) -> Path | None:
     """The flatbuffer cache folder: ``tosa`` in the folder --cache-dir or $QCONFORM_CACHE_DIR
     names (``off`` disables it), else ~/.cache/qconform/tosa (not the QNN contexts' folder)."""
-    value = option if option is not None else os.environ.get(CACHE_ENV)
-    if value is None:
-        return Path(os.path.expanduser(DEFAULT_CACHE_DIR))
-    root = cache_dir_of(value)
-    return root / "tosa" if root is not None else None
+    return cache_dir_of(option, DEFAULT_CACHE_DIR, "tosa")
 
 
 def build_merged(cases: list) -> tuple[bytes, list[list[int]]]:
