@@ -372,6 +372,11 @@ class LiteRtRuntime:
         return invoke
 
 
+#: OpenVINO's compile (and import) config, here and in the host's ``openvino`` target: one thread,
+#: as the other CPU runtimes; nothing that changes kernels
+OPENVINO_CONFIG = {"INFERENCE_NUM_THREADS": 1}
+
+
 class OpenvinoRuntime:
     """OpenVINO's CPU plugin, one inference thread (the host's ``openvino`` target), on the ONNX
     models the onnxruntime runtimes get: its low-precision transformations make them int8 kernels."""
@@ -381,7 +386,7 @@ class OpenvinoRuntime:
 
     def _request(self, path, feeds, names):
         try:
-            compiled = self.core.compile_model(self.core.read_model(path), "CPU", {"INFERENCE_NUM_THREADS": 1})
+            compiled = self.core.compile_model(self.core.read_model(path), "CPU", OPENVINO_CONFIG)
         except Exception as e:
             raise Unsupported(f"OpenVINO rejected the model: {_short(e)}") from None
         request = compiled.create_infer_request()

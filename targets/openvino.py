@@ -18,14 +18,14 @@ from types import SimpleNamespace
 
 from suite.core.errors import Unsupported
 from targets.batching import ContextCache, cache_dir_of
-from targets.device_runner import isa_flags
+from targets.device_runner import OPENVINO_CONFIG, isa_flags
 from targets.onnx_model import load_onnx
 from targets.ort import OrtTarget
 
 DEFAULT_CACHE_DIR = "~/.cache/qconform/openvino"
 BLOB_FORMAT = "qconform-openvino-blob/1 hmac-sha256"   # in every entry's MAC
-#: the compile (and import) config: one thread, as the other CPU targets; nothing that changes kernels
-CONFIG = {"INFERENCE_NUM_THREADS": 1}
+#: the compile (and import) config, the device runner's too (a device compiles as this host does)
+CONFIG = OPENVINO_CONFIG
 #: OpenVINO's words when it refuses a model for what the model is (a static function of the
 #: model, the build and the CPU): a one-case refusal of this kind is recorded in the cache;
 #: any other failure is tried again next run
