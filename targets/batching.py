@@ -451,7 +451,10 @@ def _read_regular(p: Path, limit: int | None = None) -> bytes:
         os.close(fd)
         raise
     with os.fdopen(fd, "rb") as f:
-        return f.read()
+        data = f.read() if limit is None else f.read(limit + 1)   # (a file grown since fstat)
+    if limit is not None and len(data) > limit:
+        raise OSError(f"{p} is larger than {limit} bytes")
+    return data
 
 
 def _read_json(p: Path) -> dict | None:

@@ -24,8 +24,6 @@ from targets.ort import OrtTarget
 
 DEFAULT_CACHE_DIR = "~/.cache/qconform/openvino"
 BLOB_FORMAT = "qconform-openvino-blob/1 hmac-sha256"   # in every entry's MAC
-#: the compile (and import) config, the device runner's too (a device compiles as this host does)
-CONFIG = OPENVINO_CONFIG
 #: OpenVINO's words when it refuses a model for what the model is (a static function of the
 #: model, the build and the CPU): a one-case refusal of this kind is recorded in the cache;
 #: any other failure is tried again next run
@@ -87,7 +85,7 @@ class OpenvinoTarget(OrtTarget):
 
     def _compile(self, content: bytes):
         core = self._core()
-        return core.compile_model(core.read_model(content, b""), "CPU", CONFIG)
+        return core.compile_model(core.read_model(content, b""), "CPU", OPENVINO_CONFIG)
 
     def create_session(self, content: bytes):
         return _Session(self._compile(content))
@@ -112,7 +110,7 @@ class OpenvinoTarget(OrtTarget):
         if not hasattr(self, "_cache_facts"):
             core = self._core()
             self._cache_facts = [
-                "openvino CPU", load_openvino().get_version(), json.dumps(CONFIG, sort_keys=True),
+                "openvino CPU", load_openvino().get_version(), json.dumps(OPENVINO_CONFIG, sort_keys=True),
                 "isa=" + " ".join(isa_flags()),
                 "caps=" + " ".join(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")),
                 "precision=" + str(core.get_property("CPU", "INFERENCE_PRECISION_HINT"))]
@@ -133,7 +131,7 @@ class OpenvinoTarget(OrtTarget):
             raise cache.refusal(failed, prefixes is not None, stats, "OpenVINO")
         if blob is not None:
             try:
-                sess = _Session(self._core().import_model(blob, "CPU", CONFIG))
+                sess = _Session(self._core().import_model(blob, "CPU", OPENVINO_CONFIG))
                 stats.cache_hits += 1
                 return sess, None
             except Exception:  # noqa: BLE001

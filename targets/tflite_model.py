@@ -51,6 +51,8 @@ TENSOR_TYPES = {
     "float32": "FLOAT32", "int32": "INT32", "uint8": "UINT8", "int64": "INT64", "bool": "BOOL",
     "int16": "INT16", "int8": "INT8", "uint16": "UINT16", "int4": "INT4", "uint4": "UINT4",
 }
+#: the tensor types a Python runtime feeds and fetches as NumPy arrays (NumPy has no 4-bit ones)
+FED_DTYPES = frozenset(TENSOR_TYPES) - {"int4", "uint4"}
 
 
 def refusal(case, dtypes: set[str], no_dtype: str) -> str | None:

@@ -48,7 +48,7 @@ class TflmTarget(Target):
         return {"tflite-micro": version("tflite-micro")}
 
     #: tensor types the target feeds and fetches (NumPy has no 4-bit arrays); TFLM refuses the rest itself
-    FED_DTYPES = set(tflite_model.TENSOR_TYPES) - {"int4", "uint4"}
+    FED_DTYPES = tflite_model.FED_DTYPES
 
     def unsupported(self, case):
         return tflite_model.refusal(case, self.FED_DTYPES, "the tflm target does not feed or fetch {} tensors")

@@ -79,7 +79,7 @@ class TosaTarget(Target):
     latency_cases = 0
 
     #: tensor types the target feeds and fetches (NumPy has no 4-bit arrays); the tools refuse the rest
-    FED_DTYPES = set(tflite_model.TENSOR_TYPES) - {"int4", "uint4"}
+    FED_DTYPES = tflite_model.FED_DTYPES
 
     def unsupported(self, case):
         return tflite_model.refusal(case, self.FED_DTYPES, "the tosa target does not feed or fetch {} tensors")
@@ -135,7 +135,7 @@ class TosaTarget(Target):
                                 if batch else str(reply.get("reason", "")))
 
     def _split(self, items: list, halved: bool = False, apart: bool = False) -> list[Outcome]:
-        """One outcome per (case, built model): the items as one batch; when it fails, the cases
+        """One outcome per case of ``items``: the cases as one batch; when it fails, the cases
         the converter names run alone and the others as a batch again; a failure naming none
         splits the batch in two halves, and a half failing so runs each case alone (the
         single-case path, whose verdict and reason are the case's own). Once a batch killed the
@@ -155,8 +155,7 @@ class TosaTarget(Target):
         rest = iter(self._split([it for k, it in enumerate(items) if k not in alone], False, apart))
         return [alone[k] if k in alone else next(rest) for k in range(len(items))]
 
-    def _single(self, item, apart: bool = False) -> Outcome:
-        case, _ = item
+    def _single(self, case, apart: bool = False) -> Outcome:
         try:
             built = tflite_model.build(case)
         except Exception as e:
@@ -174,10 +173,9 @@ class TosaTarget(Target):
             return o
         return _outcome(case, r)
 
-    def _batch(self, items, apart: bool = False) -> list[Outcome]:
+    def _batch(self, cases, apart: bool = False) -> list[Outcome]:
         """One model holding every case's operator (its own tensors, inputs and outputs); any
         refusal, a runner killed, or outputs that do not add up split the batch."""
-        cases = [c for c, _ in items]
         content, runtime = build_merged(cases)
         key, r = self._compile_and_run(
             content, [_tensor(c.inputs[ci]) for c, rt in zip(cases, runtime) for ci in rt], len(cases), apart)
@@ -207,23 +205,22 @@ class TosaTarget(Target):
                 outs[i] = Outcome.unsupported(why)
                 continue
             try:   # what tflite_model.build refuses, without serializing a model per case
-                runtime = _subgraph(c, [S.BufferT()], S)[2]
+                _subgraph(c, [S.BufferT()], S)
             except Exception as e:
                 outs[i] = Outcome.from_exception(e)
                 continue
             todo.append(i)
-            items.append((c, runtime))
+            items.append(c)
         if todo:
             t0 = time.perf_counter()
             # a batch in case-id order: the same cases make the same model (a cache hit) whatever
             # the test order; tosa-opt refuses unsigned tensors (TOSA has none) without naming
             # a case, so those run alone
-            order = sorted(range(len(items)), key=lambda k: items[k][0].id)
-            alone = {k for k in order if any(t.dtype.startswith("uint") for t in (*items[k][0].inputs,
-                                                                                 *items[k][0].outputs))}
+            order = sorted(range(len(items)), key=lambda k: items[k].id)
+            alone = {k for k in order if any(t.dtype.startswith("uint") for t in (*items[k].inputs, *items[k].outputs))}
             rest = [k for k in order if k not in alone]
             got = dict(zip(rest, self._split([items[k] for k in rest])))
-            got.update((k, self._single(items[k])) for k in sorted(alone, key=lambda k: items[k][0].id))
+            got.update((k, self._single(items[k])) for k in sorted(alone, key=lambda k: items[k].id))
             got = [got[k] for k in range(len(items))]
             share = round((time.perf_counter() - t0) / len(todo), 6)
             for i, o in zip(todo, got):
