@@ -50,7 +50,7 @@ from suite.core.tolerance import DEFAULT_FILE as DEFAULT_TOLERANCE
 from suite.core.text import md_cell, md_code
 from suite.core.tolerance import sign_test_p
 from suite.core.errors import QconformError
-from suite.core.userfile import read_text
+from suite.core.userfile import read_bytes, read_text
 from suite.core.verdict import ERRORS, Status
 
 FORMAT = "qconform-certificate/2"
@@ -225,7 +225,8 @@ class WaiverCheck:
 
 
 def sha256_file(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """The sha256 of a policy, waiver, spec or findings file (TOML: a regular file of its bound)."""
+    return hashlib.sha256(read_bytes(path, "file to digest", None, "toml")).hexdigest()
 
 
 def suite_digests() -> dict[str, Any]:
@@ -338,8 +339,11 @@ class Certifier:
         src = Path(self.policy.source) if self.policy.source else DEFAULT_TOLERANCE
         digests = suite_digests()
         # the default policy is its bytes, wherever they were read (a run folder's or a merge's copy)
-        default_tol = src.exists() and sha256_file(src) == digests["default_tolerance"]
+        tol_sha = sha256_file(src) if src.exists() else options.get("tolerance_digest")
+        default_tol = src.exists() and tol_sha == digests["default_tolerance"]
         wfiles = [str(w) for w in (options.get("waivers") or [])]
+        # a merge's waiver paths come from a shard's run.json: named, not read
+        read_waivers = not options.get("waivers_from_run_json")
         cert = {
             "format": FORMAT,
             "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -351,7 +355,7 @@ class Certifier:
             "golden": {"scheme": run_scheme},
             "case_set": self._case_set(options),
             "tolerance_policy": {"source": self.policy.source, "version": self.policy.version,
-                                 "sha256": sha256_file(src) if src.exists() else options.get("tolerance_digest"),
+                                 "sha256": tol_sha,
                                  "default": default_tol,
                                  "note": ("certified with the suite's DEFAULT tolerance policy (1 LSB on int8 "
                                           "outputs): not a bit-exactness claim" if default_tol else
@@ -361,7 +365,8 @@ class Certifier:
             "rules": {"tie_scheme": TIE_SCHEME_RULE, "shrink": SHRINK_RULE, "tie_scheme_gap_min": TIE_SCHEME_GAP_MIN,
                       "scheme_gap_min": SCHEME_GAP_MIN},
             "ops": ops,
-            "waivers": {"files": {f: (sha256_file(f) if Path(f).is_file() else None) for f in wfiles},
+            "waivers": {"files": {f: (sha256_file(f) if read_waivers and Path(f).is_file() else None)
+                                  for f in wfiles},
                         "items": [w.as_dict() for w in (self.waivers.items if self.waivers else [])]},
             "waived": [{"case_id": w["case_id"], "target": o["target"], "waiver": w.get("waiver"),
                         "until": _until(w.get("waiver"), self.waivers)} for o in ops for w in o["waived"]],

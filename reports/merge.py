@@ -136,7 +136,7 @@ def merge(dirs: list[str | Path], out: str | Path, run_id: str) -> tuple[Report,
     options = {k: v for k, v in first["options"].items() if k not in ("shard", "baseline")}
     options.update(report_dir=str(dest), tolerance_copy=str(dest / TOLERANCE_COPY),
                    certify=any(i["options"].get("certify") for _, i in shards),
-                   shards=first["options"]["shard"]["count"])
+                   shards=first["options"]["shard"]["count"], waivers_from_run_json=True)
     planned = [i.get("planned") for _, i in shards]   # (a shard run under xdist has none: then nor has the merge)
     doc = {**{k: v for k, v in first.items() if k not in ("counts", "cost", "planned")}, "run_id": run_id,
            "planned": sum(planned) if all(type(n) is int for n in planned) else None,
