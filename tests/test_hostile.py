@@ -354,3 +354,26 @@ def test_qconform_report_judges_with_the_run_folders_copy_never_a_path_in_run_js
     shutil.copy(DEFAULT_FILE, tmp_path / "tolerance.toml")
     assert _policy(tmp_path, info).source == str(tmp_path / "tolerance.toml")
     assert _policy(tmp_path / "nowhere", {"options": {}}).source == str(DEFAULT_FILE)
+
+
+def test_an_onnx_model_with_external_data_is_refused_without_opening_the_file_it_names(tmp_path, monkeypatch):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    from suite.models.harvest import harvest_model
+    w = helper.make_tensor("w", TensorProto.INT8, [1], [0])
+    w.ClearField("int32_data")
+    w.data_location = TensorProto.EXTERNAL
+    w.external_data.add(key="location", value="../secret.bin")
+    g = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                          [helper.make_tensor_value_info("y", TensorProto.INT8, [1])], [w])
+    path = tmp_path / "m" / "external.onnx"
+    path.parent.mkdir()
+    path.write_bytes(helper.make_model(g).SerializeToString())
+    (tmp_path / "secret.bin").write_bytes(b"\0")
+    opened = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda f, *a, **k: (opened.append(str(f)), real_open(f, *a, **k))[1])
+    with pytest.raises(QconformError) as e:
+        harvest_model(path)
+    assert e.value.field == "graph.initializer.data_location" and "external data" in str(e.value)
+    assert not any("secret" in f for f in opened)

@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from suite.core.case import Case, Tensor
-from suite.core.userfile import read_bytes
 
 CASE, FLOAT = "case", "float"
 
@@ -82,7 +80,6 @@ class Graph:
                 "not_covered_nodes": self.not_covered}
 
 
-def file_digest(path: str | Path) -> str:
-    h = hashlib.sha256()
-    h.update(read_bytes(path, "model", "--model", "model"))
-    return h.hexdigest()
+def file_digest(raw: bytes) -> str:
+    """The digest of a model file, of the bytes it was parsed from (not read a second time)."""
+    return hashlib.sha256(raw).hexdigest()

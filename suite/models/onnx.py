@@ -22,7 +22,6 @@ no spec table states, so it is no case. The rest is not covered, each node with 
 from __future__ import annotations
 
 import math
-import os
 import re
 
 import numpy as np
@@ -51,9 +50,18 @@ class _Model:
     def __init__(self, path: str):
         onnx = load_onnx()
         raw = read_bytes(path, "model", "--model", "model")
+        self.digest = file_digest(raw)
         try:
             m = onnx.load_model_from_string(raw)
-            onnx.external_data_helper.load_external_data_for_model(m, os.path.dirname(os.path.abspath(path)))
+        except Exception as e:  # noqa: BLE001 (onnx raises many types: one error naming the file)
+            raise QconformError(f"not a readable ONNX model: {type(e).__name__}: {e}", source=path) from None
+        # external data would open files the model names, not the command line: refused
+        ext = [t.name for t in m.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+        if ext:
+            raise QconformError(f"initializer {ext[0][:100]!r} keeps its data in another file (external data)",
+                                source=path, field="graph.initializer.data_location",
+                                rule="a model's tensors are inside the model file (a file the model names is not read)")
+        try:
             m = onnx.shape_inference.infer_shapes(m)
         except Exception as e:  # noqa: BLE001 (onnx raises many types: one error naming the file)
             raise QconformError(f"not a readable ONNX model: {type(e).__name__}: {e}", source=path) from None
@@ -186,7 +194,7 @@ def harvest(path: str) -> Graph:
         src = p.input[0] if p is not None and p.op_type == "DequantizeLinear" else o.name
         if src in specs:
             outputs.append(src)
-    return Graph(name=path.rsplit("/", 1)[-1], digest=file_digest(path), format="onnx", inputs=inputs,
+    return Graph(name=path.rsplit("/", 1)[-1], digest=mdl.digest, format="onnx", inputs=inputs,
                  outputs=outputs, specs=specs, layers=layers, layout=layout, not_covered=not_covered,
                  path=str(path), model_inputs={n: n for n in inputs})
 

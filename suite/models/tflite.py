@@ -161,7 +161,7 @@ def harvest(path: str, stem: str | None = None) -> Graph:
     """The graph of an int8 .tflite model (runtime inputs of its cases hold zeros until
     :func:`suite.models.harvest.fill` runs the graph golden)."""
     S = tflite_model.schema()
-    model, _ = read_model(path)
+    model, raw = read_model(path)
     sg = model.subgraphs[0]
     keys = tensor_keys(sg)
     stem = stem or _safe(path)
@@ -215,7 +215,7 @@ def harvest(path: str, stem: str | None = None) -> Graph:
             continue
         layers.append(Layer(index=k, node=node, op=name, kind=CASE, inputs=names,
                             outputs=[keys[o] for o in op.outputs], case=case, model_op=name))
-    return Graph(name=path.rsplit("/", 1)[-1], digest=file_digest(path), format="tflite",
+    return Graph(name=path.rsplit("/", 1)[-1], digest=file_digest(raw), format="tflite",
                  inputs=[keys[i] for i in sg.inputs], outputs=[keys[o] for o in sg.outputs], specs=specs,
                  layers=layers, not_covered=not_covered, path=str(path),
                  model_inputs={keys[i]: keys[i] for i in sg.inputs})
