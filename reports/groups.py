@@ -20,11 +20,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from reports.certify import CERT_JSON
+from reports.summary import SUMMARY_CSV
 from suite.core.errors import QconformError
 from suite.core.userfile import read_bytes
 
-SUMMARY_CSV = "summary.csv"
-CERT_JSON = "certificate.json"
 MAX_BYTES = 64 << 20   # a summary of every op x target x device is far below this
 CERTIFIED = (None, None, None, "certified")   # a marker: the run wrote a certificate
 _BIAS = re.compile(r"^(?:on (?P<dev>.+?): )?(?P<dtype>\w+) outputs biased (?P<sign>[+-])")

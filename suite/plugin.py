@@ -396,7 +396,8 @@ class QconformSession:
         of (op, target) as a whole. The group's cases not run in this session (-k, --lf, --deselect)
         are run now: a subset that shows no bias would show nothing."""
         cases = [c for c in self._cases() if c.op == op]
-        missing = [c for c in cases if c.id not in self.group_rows.case_ids(op, target)]
+        done = self.group_rows.case_ids(op, target)
+        missing = [c for c in cases if c.id not in done]
         bad = []
         if missing and self.run is not None:
             self.run.plan([(c, target) for c in missing])

@@ -59,15 +59,18 @@ def test_tflm_relu6_clamps_input_codes_without_requantizing():
     case = load_case(DATA / "t25" / "tflm-relu6-clamp.json")
     x, z_in, s_in = np.asarray(case.inputs[0].data).ravel(), case.inputs[0].zero_point[0], case.inputs[0].scale[0]
     got = _outputs("tflm", case)[0].ravel()
-    assert got.tolist() == np.clip(x, max(z_in, -128), min(127, z_in + round(6 / s_in))).tolist()
-    assert np.abs(got.astype(int) - golden(case)[0].ravel().astype(int)).max() == 121
+    clamped = np.clip(x, max(z_in, -128), min(127, z_in + round(6 / s_in)))
+    assert got.tolist() == clamped.tolist()
+    want = golden(case)[0].ravel().astype(int)   # the error is the clamp's distance from the spec, and large
+    assert np.abs(got.astype(int) - want).max() == np.abs(clamped.astype(int) - want).max() > 100
 
 
 def test_tflm_space_to_batch_pads_with_one_code_not_the_zero_point():
     case = load_case(DATA / "t25" / "tflm-space-to-batch-pad.json")
     got, want = _outputs("tflm", case)[0].ravel(), golden(case)[0].ravel()
     off = got != want   # only padding, all one code (uninitialised: -112 in the runs' workers, -12 here)
-    assert off.sum() == 24 and set(want[off].tolist()) == {case.outputs[0].zero_point[0]} \
+    padding = want.size - np.asarray(case.inputs[0].data).size
+    assert off.sum() == padding > 0 and set(want[off].tolist()) == {case.outputs[0].zero_point[0]} \
         and len(set(got[off].tolist())) == 1
 
 
