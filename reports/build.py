@@ -30,6 +30,7 @@ from reports.certify import CERT_JSON, CERT_MD, Certifier, WaiverCheck, read_cer
 from reports.certify import to_markdown as certificate_markdown
 from reports.crossdevice import CrossDevice, cross_lines
 from reports.witness import Unwitnessed
+from reports.history import Reading
 from reports.history import html_section as history_section
 from reports.html import INDEX, Page, render
 from reports.parquet import PARQUET, ParquetSink, Shapes
@@ -158,8 +159,9 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     summary, page, tally, check = Summary(judged, _versions(info), _expected(info)), Page(), _Tally(), WaiverCheck()
     cross = CrossDevice()
     unwitnessed = Unwitnessed()   # golden values no runtime of the run reproduces (reports/witness.py)
+    reading = Reading()   # the run's states, for the History section (reports/history.py)
     feeds = {"summary": summary.add, "page": page.add, "tally": tally.add, "waivers": check.add, "cross": cross.add,
-             "witness": unwitnessed.add}
+             "witness": unwitnessed.add, "history": reading.add}
     parquet = certifier = None
     try:
         if offsets and not parquet_in_child:
@@ -252,7 +254,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     sections = ((since_html(since, since_error), since_markdown(since, since_error)) if baseline is not None
                 else (None, None))   # (the page and summary.md say there is none)
     try:   # the History section: earlier runs of the same case set beside this one (reports/history.py)
-        past = history_section(d)
+        past = history_section(d, reading=reading if "history" not in failed else None)
     except Exception as e:  # noqa: BLE001 (one error line; the page is written without it)
         past = None
         report.errors.append(_error("the history section", e))

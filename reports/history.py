@@ -162,23 +162,37 @@ def _parquet_rows(folder: Path) -> list[dict] | None:
     return [{c: cols[c][i] if c in cols else None for c in _COLUMNS} for i in range(n)]
 
 
+class Reading:
+    """One run's states and case set, taken a row at a time (a later row of the same key replaces
+    the earlier): by :func:`read_run`, or by reports.build while it writes the run's reports."""
+
+    def __init__(self):
+        self.states: dict[tuple, str] = {}
+        self.cases: set[str] = set()
+
+    def add(self, r: dict) -> None:
+        self.states[(r.get("case_id"), r.get("target"), r.get("device"))] = state(r)
+        self.cases.add(f"{r.get('case_id')}:{r.get('case_digest')}")
+
+    def point(self, folder: Path) -> tuple[RunPoint, str]:
+        """The run's RunPoint (with its run.json) and the digest of its case set."""
+        info = _run_json(folder)
+        digest = hashlib.sha256("\n".join(sorted(self.cases)).encode()).hexdigest()
+        rid = str(info.get("run_id") or folder.name)
+        started = str(info.get("started") or "")
+        order = (started, (folder / RUN_JSON).stat().st_mtime_ns)
+        return RunPoint(rid, folder, started, order, self.states, info), digest
+
+
 def read_run(folder: Path, parquet: bool = True) -> tuple[RunPoint, str]:
     """One run folder: its states and the digest of its case set (``parquet``: from results.parquet
     when it can)."""
-    info = _run_json(folder)
+    _run_json(folder)   # (no run.json: not a run, before its rows are read)
     rows = _parquet_rows(folder) if parquet else None
-    if rows is None:
-        rows = iter_rows(folder / RESULTS)   # one pass: a later row of the same key replaces the earlier
-    states: dict[tuple, str] = {}
-    cases: set[str] = set()
-    for r in rows:
-        key = (r.get("case_id"), r.get("target"), r.get("device"))
-        states[key] = state(r)
-        cases.add(f"{r.get('case_id')}:{r.get('case_digest')}")
-    digest = hashlib.sha256("\n".join(sorted(cases)).encode()).hexdigest()
-    rid = str(info.get("run_id") or folder.name)
-    started = str(info.get("started") or "")
-    return RunPoint(rid, folder, started, (started, (folder / RUN_JSON).stat().st_mtime_ns), states, info), digest
+    reading = Reading()
+    for r in rows if rows is not None else iter_rows(folder / RESULTS):
+        reading.add(r)
+    return reading.point(folder)
 
 
 def run_folders(report_dir: str | Path) -> list[Path]:
@@ -193,14 +207,17 @@ def run_folders(report_dir: str | Path) -> list[Path]:
 
 
 def history(report_dir: str | Path, skip_unfinished: bool = True, newest: int | None = None,
-            parquet: bool = True) -> tuple[list[Series], list[str]]:
+            parquet: bool = True, known: dict[Path, tuple[RunPoint, str]] | None = None
+            ) -> tuple[list[Series], list[str]]:
     """The series of ``report_dir``'s runs (the largest first) and notes (runs left out, and why);
-    ``newest``: only the newest so many run folders (by run id: a start time)."""
+    ``newest``: only the newest so many run folders (by run id: a start time); ``known``: runs
+    already read (folder -> read_run's answer), not read again."""
     by: dict[str, Series] = {}
     notes = []
+    known = known or {}
     for folder in run_folders(report_dir)[-newest if newest else None:]:
         try:
-            point, digest = read_run(folder, parquet)
+            point, digest = known.get(folder.resolve()) or read_run(folder, parquet)
         except QconformError as e:
             notes.append(f"{folder.name} left out: {e}")
             continue
@@ -264,15 +281,16 @@ def svg(s: Series) -> bytes:
     return trend_svg([r.run_id for r in s.runs], s.new_failures(), [r.pass_pct for r in s.runs])
 
 
-def html_section(run_folder: str | Path, last: int = LAST) -> str | None:
+def html_section(run_folder: str | Path, last: int = LAST, reading: Reading | None = None) -> str | None:
     """index.html's History section of the run in ``run_folder``: its series under the same report
-    directory (<dir>/runs/<run id>), when earlier runs are there; None otherwise."""
+    directory (<dir>/runs/<run id>), when earlier runs are there; None otherwise. ``reading``: the
+    run's own rows, already taken (reports.build), so its results.jsonl is not read again."""
     folder = Path(run_folder).resolve()
     if folder.parent.name != "runs":
         return None
     try:   # (results.jsonl only: pyarrow stays out of the pytest process, see reports/parquet.py)
-        point, digest = read_run(folder, parquet=False)
-        series, _ = history(folder.parent.parent, newest=last, parquet=False)
+        point, digest = reading.point(folder) if reading is not None else read_run(folder, parquet=False)
+        series, _ = history(folder.parent.parent, newest=last, parquet=False, known={folder: (point, digest)})
     except QconformError:
         return None
     s = next((x for x in series if x.digest == digest), None)

@@ -115,15 +115,22 @@ class Policy:
     source: str
     version: str = ""
 
+    _looked_up: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
     def lookup(self, op: str, target: str, dtype: str, versions: dict[str, str] | None = None) -> Tolerance:
+        """The last rule matching (op, target, dtype, versions); the answer is kept (a run asks
+        once per result, for a few hundred distinct keys; the rules do not change once loaded)."""
         versions = versions or {}
-        hit = None
-        for r in self.rules:
-            if r.matches(op, target, dtype, versions):
-                hit = r
-        if hit is None:
-            return Tolerance(0.0, 100.0, None)
-        return Tolerance(hit.max_abs_lsb, hit.max_mismatch_pct, hit)
+        key = (op, target, dtype, tuple(sorted(versions.items())))
+        tol = self._looked_up.get(key)
+        if tol is None:
+            hit = None
+            for r in self.rules:
+                if r.matches(op, target, dtype, versions):
+                    hit = r
+            tol = self._looked_up[key] = (Tolerance(0.0, 100.0, None) if hit is None
+                                          else Tolerance(hit.max_abs_lsb, hit.max_mismatch_pct, hit))
+        return tol
 
     def as_dict(self) -> dict:
         return {"source": self.source, "version": self.version, "rules": [

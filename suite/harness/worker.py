@@ -16,7 +16,8 @@ Batches run in the order they came, each as soon as the last is done: the parent
 several ahead. A reader thread takes every message off the pipe as it arrives, so the parent
 never waits to send while the worker writes outcomes it has not read yet. ``busy_s`` is the
 worker's own time on the batch; ``t`` lets the parent time a batch from its start (one
-system-wide monotonic clock). The worker dies with its parent (``PR_SET_PDEATHSIG`` on
+system-wide monotonic clock). A worker runs at a lower priority than its parent
+(:data:`WORKER_NICE`). The worker dies with its parent (``PR_SET_PDEATHSIG`` on
 Linux), so a killed run leaves no stray process behind.
 """
 
@@ -38,6 +39,7 @@ from targets.base import Outcome, run_in_parts
 
 _HEAD = struct.Struct("<Q")
 MAX_FRAME = 1 << 34
+WORKER_NICE = 10
 
 
 def send(fd: int, obj) -> None:
@@ -80,6 +82,18 @@ def _die_with_parent(parent_pid: int) -> None:
             pass
     if os.getppid() != parent_pid:   # the parent died before prctl took effect
         os._exit(3)
+
+
+def _yield_to_parent() -> None:
+    """Run below the parent's priority: the parent judges every outcome and runs pytest, the
+    run's critical path, while a worker only runs ahead of it. On Linux each worker is a session,
+    hence an autogroup of its own, weighted by the autogroup's nice value, not the process's."""
+    try:
+        os.nice(WORKER_NICE)
+        with open("/proc/self/autogroup", "w") as f:
+            f.write(str(WORKER_NICE))
+    except OSError:   # (no autogroups, or not allowed: the same priority as the parent)
+        pass
 
 
 def _make_target(spec: dict):
@@ -136,6 +150,7 @@ def main() -> int:
         return 2
     _, spec, sys_path, parent_pid = msg
     _die_with_parent(int(parent_pid))
+    _yield_to_parent()
     for p in reversed(sys_path):
         if p not in sys.path:
             sys.path.insert(0, p)

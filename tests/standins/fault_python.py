@@ -9,7 +9,7 @@ the host must kill it at its timeout) or kills itself with SIGSEGV (``crash``).
 ``stall N`` (or ``stall N:K``) runs N cases, then stops before the next one and waits
 until it is killed (a device about to be dropped: a fault injected "after N cases" then
 finds exactly N finished, however fast or slow the host is); with ``:K`` only the first K
-runs that get that far stall (counted in the file ``$QC_FAULT_STATE``), the later ones go on.
+runs that finish N cases stall (counted in the file ``$QC_FAULT_STATE``), the later ones go on.
 ``without MOD[,MOD...]`` runs it as on a device whose python lacks those modules (a runtime
 not installed there): importing one raises ModuleNotFoundError, as Python would.
 ``--probe`` passes through.
@@ -45,18 +45,22 @@ def main() -> int:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     real = mod.run_case
-    ran = [0]
+    ran, stall = [0], [False]
 
     def run_case(rt, case, *args):
         if mode == "slow":             # a slow device: TAG seconds before every case
             time.sleep(float(tag))
             return real(rt, case, *args)
         if mode == "stall":
-            if ran[0] == int(tag.split(":")[0]) and _may_stall(tag):
+            if stall[0]:
                 while True:            # until the test cuts the connection and kills it
                     time.sleep(1)
+            rec = real(rt, case, *args)
             ran[0] += 1
-            return real(rt, case, *args)
+            # decided (and counted) before the N-th result file exists: the cut it triggers may
+            # kill this process at any moment after that, before its next case starts
+            stall[0] = ran[0] == int(tag.split(":")[0]) and _may_stall(tag)
+            return rec
         if case["tag"] == tag:
             if mode == "hang":
                 while True:
