@@ -14,6 +14,8 @@ from suite.harness.stop import Stop
 # a run interrupts it with its run.json and reports (QconformSession), never kills it unrecorded
 _EARLY: Stop | None = Stop().install()
 
+import atexit
+import gc
 from pathlib import Path
 
 import pytest
@@ -294,6 +296,7 @@ class QconformSession:
         self.report = None
         self.hunters: dict = {}   # target -> its Hunter (--hunt), one worker process each
         self.planned: int | None = None   # rows this run is to write (its pairs x devices), once collected
+        self._tests_done = 0
 
     def versions(self, name: str) -> dict[str, str]:
         if self.run is not None:
@@ -447,6 +450,12 @@ class QconformSession:
             write_run_info(self.folder.path, self._doc)
         if self.run is not None:   # (an xdist worker runs only the groups it is given: each when asked)
             self.run.plan(pairs, lazy=not self.controller)
+        _settle_gc()
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        self._tests_done += 1
+        if self._tests_done % GC_EVERY == 0:
+            _settle_gc()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids):
@@ -608,6 +617,7 @@ class QconformSession:
             tr.write_line(f"qconform: INCOMPLETE: no case was judged{short}", red=True, bold=True)
 
     def pytest_unconfigure(self, config):
+        gc.unfreeze()   # (a session run inside another process, pytester's: its objects can be collected)
         if self.stop is not None:
             self.stop.restore()
         xml = getattr(config.option, "xmlpath", None)   # ---- --junitxml: the run's properties (suite/harness/junit.py)
@@ -620,6 +630,29 @@ class QconformSession:
         if self.run is not None:   # no session end (--markers, a plugin's sessionstart raised)
             self.run.close()
         self.folder.close()
+
+
+#: tests between two :func:`_settle_gc`
+GC_EVERY = 500
+
+
+def _settle_gc() -> None:
+    """Keep CPython's cycle collector off what the session holds. A run's pytest process holds
+    its items, cases and reports to the end (half a million objects in a default run), and every
+    full collection traverses them all (about 20 in a default run, to free a few thousand
+    objects), as does each collection while the interpreter exits. So the young generations are
+    collected and everything alive is frozen (gc.freeze: kept out of collections), after
+    collection and every GC_EVERY tests; pytest_unconfigure unfreezes it. At exit (atexit, before
+    the interpreter's own collections) it is frozen again: the process is about to free it all."""
+    gc.collect(1)
+    gc.freeze()
+    global _AT_EXIT
+    if not _AT_EXIT:
+        _AT_EXIT = True
+        atexit.register(gc.freeze)
+
+
+_AT_EXIT = False
 
 
 def _test_hunt(self, request):

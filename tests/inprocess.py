@@ -5,13 +5,14 @@ temporary folder, as ``pytest --target=X`` from any folder does).
 
 Every run is checked to leave nothing behind in this process: no child process (a target's
 worker), no thread, no file descriptor on the report folder (a run folder's lock, results.jsonl),
-no SIGTERM handler of its own.
+no SIGTERM handler of its own, no object kept out of the cycle collector (gc.freeze).
 
 A module using :func:`run_inprocess` declares ``pytest_plugins = "pytester"``.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import threading
@@ -80,8 +81,10 @@ def run_inprocess(pytester: pytest.Pytester, *args: str, report_dir: Path | None
             "-W", "ignore::pytest.PytestAssertRewriteWarning",   # (the suite's packages, imported already)
             *([] if resumed or given else [f"--report-dir={rd}"]), *args]
     kids, threads, sigterm = children(), set(threading.enumerate()), signal.getsignal(signal.SIGTERM)
+    frozen = gc.get_freeze_count()
     result = pytester.runpytest_inprocess(*full, plugins=list(plugins))
     assert signal.getsignal(signal.SIGTERM) == sigterm, "the run left its SIGTERM handler"
+    assert gc.get_freeze_count() == frozen, "the run left objects frozen (suite/plugin.py _settle_gc)"
     left = children() - kids
     assert not left, f"the run left child processes {sorted(left)}"
     extra = [t.name for t in set(threading.enumerate()) - threads if t.is_alive()]

@@ -46,6 +46,24 @@ def test_ref_run_writes_results_and_summary(run):
     assert (rd / "summary.md").read_text().startswith("# qconform summary")
 
 
+def test_the_session_keeps_what_it_holds_out_of_the_cycle_collector(run):
+    """After collection, and every GC_EVERY tests, the run's objects are frozen (a full collection
+    would traverse them all to free almost nothing); run_inprocess checks that nothing stays
+    frozen after the run."""
+    import gc
+
+    class Seen:
+        frozen: list[int] = []
+
+        def pytest_runtest_call(self, item):
+            self.frozen.append(gc.get_freeze_count())
+
+    seen = Seen()
+    proc, _ = run("--target=ref", "--ops", "ADD", "--cases-per-op", "3", plugins=[seen])
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert seen.frozen and min(seen.frozen) > 1000, seen.frozen
+
+
 def test_header_names_targets_and_versions(run):
     proc, _ = run("-v", "--target=ref", "--ops", "ADD", "--cases-per-op", "1")
     assert "target ref: numpy" in proc.stdout

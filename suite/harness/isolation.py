@@ -19,7 +19,9 @@ The worker is started when the run starts, so it imports its runtime while the c
 made and collected; its first message carries the target's versions. Batches are queued
 (:meth:`Isolated.submit`) and taken in order (:meth:`Isolated.next`); up to ``AHEAD`` of
 them are in the worker at once, so it runs the next ones while this process judges and
-reports the last (docs/performance.md: what this saves).
+reports the last (docs/performance.md: what this saves). A worker runs at a lower priority
+than this process (suite/harness/worker.py ``WORKER_NICE``): on a 2-core machine eight workers
+running ahead would otherwise take the CPU from the pytest process, which every verdict waits on.
 """
 
 from __future__ import annotations
@@ -118,7 +120,7 @@ class Worker:
         env.setdefault("PYTHONFAULTHANDLER", "1")
         env.setdefault("OPENBLAS_NUM_THREADS", "1")   # NumPy's BLAS threads would only spin beside the runtime
         self.proc = subprocess.Popen([sys.executable, "-m", "suite.harness.worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=fd, start_new_session=True, env=env)
+                                     stdout=subprocess.PIPE, stderr=fd, process_group=0, env=env)
         self._buf = bytearray()
         self.send(("init", spec, list(sys.path), os.getpid()))
         self._ready = None
