@@ -108,6 +108,11 @@ class InProcess:
             pass
 
 
+#: a process group of the worker's own (killed whole), in this process's session (Python >= 3.11;
+#: 3.10 has no ``process_group``: a session of its own, whose Linux autogroup sets it apart)
+_OWN_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+
+
 class Worker:
     """One worker process hosting one target instance; its first message is read by :meth:`ready`."""
 
@@ -120,7 +125,7 @@ class Worker:
         env.setdefault("PYTHONFAULTHANDLER", "1")
         env.setdefault("OPENBLAS_NUM_THREADS", "1")   # NumPy's BLAS threads would only spin beside the runtime
         self.proc = subprocess.Popen([sys.executable, "-m", "suite.harness.worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=fd, process_group=0, env=env)
+                                     stdout=subprocess.PIPE, stderr=fd, env=env, **_OWN_GROUP)
         self._buf = bytearray()
         self.send(("init", spec, list(sys.path), os.getpid()))
         self._ready = None

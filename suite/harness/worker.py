@@ -17,8 +17,8 @@ several ahead. A reader thread takes every message off the pipe as it arrives, s
 never waits to send while the worker writes outcomes it has not read yet. ``busy_s`` is the
 worker's own time on the batch; ``t`` lets the parent time a batch from its start (one
 system-wide monotonic clock). A worker runs at a lower priority than its parent
-(:data:`WORKER_NICE`), in a process group of its own. The worker dies with its parent (``PR_SET_PDEATHSIG`` on
-Linux), so a killed run leaves no stray process behind.
+(:data:`WORKER_NICE`), in a process group of its own. The worker dies with its parent
+(``PR_SET_PDEATHSIG`` on Linux), so a killed run leaves no stray process behind.
 """
 
 from __future__ import annotations
@@ -86,8 +86,9 @@ def _die_with_parent(parent_pid: int) -> None:
 
 def _yield_to_parent() -> None:
     """Run below the parent's priority: the parent judges every outcome and runs pytest, the
-    run's critical path, while a worker only runs ahead of it. (The worker stays in its parent's
-    session, hence in its Linux autogroup: the run as a whole keeps its share of a shared machine.)"""
+    run's critical path, while a worker only runs ahead of it. (On Python >= 3.11 the worker stays
+    in its parent's session, hence in its Linux autogroup, where nice values count: the run as a
+    whole keeps its share of a shared machine.)"""
     try:
         os.nice(WORKER_NICE)
     except OSError:
