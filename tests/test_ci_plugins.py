@@ -61,3 +61,28 @@ def test_the_popular_plugins_switched_on_give_the_verdicts_of_a_plain_run(tmp_pa
     assert "RERUN" in both.stdout or "rerun" in both.stdout
     order = [(r["case_id"], r["target"]) for r in rows_written(run_folder(tmp_path / "plain"))]
     assert [(r["case_id"], r["target"]) for r in rows_written(run_folder(tmp_path / "plugins"))] != order  # shuffled
+
+
+def test_pytest_randomly_keeps_each_operators_tests_together(tmp_path):
+    """pytest-randomly shuffles the (op, target) groups and their cases; the suite then brings each
+    operator's tests together (a stable sort, which pytest-randomly provides for), so a bad
+    verdict's witnesses, the op's other targets, are at the head of their queues."""
+    pytest.importorskip("pytest_randomly")
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+
+    def collected(*extra: str) -> list[str]:
+        cmd = [sys.executable, "-m", "pytest", "-p", "qconform", "-p", "no:cacheprovider", "-q", "--collect-only",
+               "--target=ref,tflite-ref", "--ops", "ADD,MUL,SUB", "--cases-per-op", "4",
+               f"--report-dir={tmp_path}", *extra]
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return [ln for ln in proc.stdout.splitlines() if "::test_" in ln]
+
+    plain = collected()
+    for seed in (1, 2, 3):
+        ids = collected("-p", "randomly", f"--randomly-seed={seed}")
+        assert sorted(ids) == sorted(plain) and ids != plain   # the same tests, shuffled
+        ops = [i.split("::")[1].split(":")[0] for i in ids]
+        runs = [op for k, op in enumerate(ops) if k == 0 or ops[k - 1] != op]
+        assert sorted(runs) == ["ADD", "MUL", "SUB"], runs   # each op once: its tests together
