@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import statistics
 from collections import defaultdict
@@ -60,10 +59,9 @@ from reports.crossdevice import CrossDevice
 from reports.groups import compare as compare_verdicts
 from reports.groups import read_group_verdicts
 from reports.results import RESULTS, read_rows, row_key, write_atomic
-from reports.runinfo import RUN_JSON
+from reports.runinfo import RUN_JSON, load_run_json
 from reports.summary import emulated
 from suite.core.errors import QconformError
-from suite.core.userfile import read_text
 from suite.core.verdict import ERRORS, Status
 
 BAD = frozenset({Status.FAIL.value} | {s.value for s in ERRORS})
@@ -135,14 +133,7 @@ def open_run(d: str | Path, what: str) -> Run:
     rows = read_rows(folder / RESULTS)
     if not rows:
         raise QconformError(f"{RESULTS} holds no results", source=str(folder / RESULTS), field=what)
-    try:
-        info = json.loads(read_text(folder / RUN_JSON, RUN_JSON, what, "run"))
-    except (ValueError, RecursionError) as e:
-        raise QconformError(f"not JSON: {e}", source=str(folder / RUN_JSON), field=what) from None
-    if not isinstance(info, dict) or not isinstance(info.get("options"), dict):
-        raise QconformError("no options object", source=str(folder / RUN_JSON), field="options",
-                            rule="run.json (qconform-run/1) records the run's options")
-    return Run(str(d), folder, info, rows)
+    return Run(str(d), folder, load_run_json(folder, what), rows)
 
 
 def _num(v) -> float | None:

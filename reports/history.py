@@ -23,7 +23,6 @@ import csv
 import hashlib
 import html as _html
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,13 +30,11 @@ from typing import Any
 from reports.plots import trend_svg
 from reports.parquet import PARQUET
 from reports.results import RESULTS, iter_rows
-from reports.runinfo import RUN_JSON
+from reports.runinfo import RUN_JSON, load_run_json
 from suite.core.errors import QconformError
-from suite.core.userfile import read_bytes
 from suite.core.verdict import ERRORS, Status
 
 _BAD = frozenset({Status.FAIL.value} | {s.value for s in ERRORS})
-MAX_RUN_JSON = 16 << 20
 LAST = 10   # runs a flaky case is looked for in
 
 
@@ -123,16 +120,9 @@ class Series:
 
 
 def _run_json(folder: Path) -> dict:
-    p = folder / RUN_JSON
-    if not p.is_file():
+    if not (folder / RUN_JSON).is_file():
         raise QconformError("no run.json", source=str(folder), rule="a run folder holds run.json")
-    try:
-        doc = json.loads(read_bytes(p, RUN_JSON, limit=MAX_RUN_JSON))
-    except ValueError as e:
-        raise QconformError(f"not readable JSON: {e}", source=str(p)) from None
-    if not isinstance(doc, dict):
-        raise QconformError("not a JSON object", source=str(p), rule="run.json (qconform-run/1)")
-    return doc
+    return load_run_json(folder, options=False)
 
 
 _COLUMNS = ("case_id", "target", "device", "status", "finding", "case_digest")

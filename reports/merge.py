@@ -16,18 +16,16 @@ shard was complete: an interrupted or unfinished shard makes it ``interrupted``.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from pathlib import Path
 
 from reports.build import Report, write_reports
 from reports.certify import read_certificate
 from reports.results import RESULTS, ResultWriter, scan
-from reports.runinfo import RUN_JSON, TOLERANCE_COPY
+from reports.runinfo import RUN_JSON, TOLERANCE_COPY, load_run_json
 from suite.core.errors import QconformError
 from suite.core.userfile import read_bytes
 
-MAX_RUN_JSON = 8 << 20        # bytes of a shard's run.json
 MAX_FAILURE_FILE = 64 << 20   # bytes of a failure file copied over
 #: run.json options that make the case set and its judging: equal in every shard
 SAME = ("seed", "ops", "cases_per_op", "case_files", "model", "scheme", "tolerance_digest")
@@ -45,13 +43,7 @@ def read_shard(d: str | Path) -> tuple[Path, dict]:
     folder = p.resolve()
     if not folder.is_dir():
         raise QconformError("no such run folder", source=str(d), field="RUN")
-    try:
-        info = json.loads(_regular(folder / RUN_JSON, MAX_RUN_JSON, "RUN"))
-    except ValueError as e:
-        raise QconformError(f"not JSON: {e}", source=str(folder / RUN_JSON), field="RUN") from None
-    if not isinstance(info, dict) or not isinstance(info.get("options"), dict):
-        raise QconformError("no options object", source=str(folder / RUN_JSON), field="options",
-                            rule="run.json (qconform-run/1) records the run's options")
+    info = load_run_json(folder, "RUN")
     sh = info["options"].get("shard")
     if not isinstance(sh, dict) or not isinstance(sh.get("index"), int) or not isinstance(sh.get("count"), int):
         raise QconformError("is not a shard (no options.shard)", source=str(folder / RUN_JSON), field="options.shard",
@@ -118,7 +110,7 @@ def merge(dirs: list[str | Path], out: str | Path, run_id: str) -> tuple[Report,
     dest.mkdir(parents=True, exist_ok=True)
     first_dir, first = shards[0]
     if (first_dir / TOLERANCE_COPY).is_file():
-        (dest / TOLERANCE_COPY).write_bytes(_regular(first_dir / TOLERANCE_COPY, MAX_RUN_JSON, "RUN"))
+        (dest / TOLERANCE_COPY).write_bytes(read_bytes(first_dir / TOLERANCE_COPY, TOLERANCE_COPY, "RUN", "toml"))
     writer = ResultWriter(dest, truncate=True)
     try:
         for d, info in shards:

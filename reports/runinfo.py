@@ -144,9 +144,26 @@ def write_run_info(run_dir: str | Path, doc: dict[str, Any]) -> Path:
     return write_json(Path(run_dir) / RUN_JSON, doc)
 
 
-def read_run_info(run_dir: str | Path) -> dict[str, Any] | None:
+def load_run_json(run_dir: str | Path, field: str | None = None, options: bool = True) -> dict[str, Any]:
+    """A run folder's run.json, read through the bounded reader (a regular file, at most the
+    "run" size of suite/core/userfile.py): a JSON object, with an ``options`` object when
+    ``options``; else QconformError naming the file and ``field`` (the command's argument)."""
+    p = Path(run_dir) / RUN_JSON
     try:
-        doc = json.loads(read_text(Path(run_dir) / RUN_JSON, RUN_JSON, kind="run"))
-    except (QconformError, ValueError, RecursionError):
+        doc = json.loads(read_text(p, RUN_JSON, field, "run"))
+    except (ValueError, RecursionError) as e:
+        raise QconformError(f"not JSON: {e}", source=str(p), field=field) from None
+    if not isinstance(doc, dict):
+        raise QconformError("not a JSON object", source=str(p), field=field, rule="run.json (qconform-run/1)")
+    if options and not isinstance(doc.get("options"), dict):
+        raise QconformError("no options object", source=str(p), field="options",
+                            rule="run.json (qconform-run/1) records the run's options")
+    return doc
+
+
+def read_run_info(run_dir: str | Path) -> dict[str, Any] | None:
+    """run.json as :func:`load_run_json` reads it, None where it cannot."""
+    try:
+        return load_run_json(run_dir, options=False)
+    except QconformError:
         return None
-    return doc if isinstance(doc, dict) else None
