@@ -335,9 +335,14 @@ class BiasTally:
         p[2] += int(row["pos_err"])
         p[3] += int(row.get("neg_err") or 0)
 
+    def totals(self) -> tuple[float, int, int, int]:
+        """(sum of errors, elements, above, below), every dtype together."""
+        s, n, pos, neg = (sum(p[i] for p in self.parts.values()) for i in range(4))
+        return s, n, pos, neg
+
     def columns(self) -> dict:
         """``bias_lsb`` (mean signed error) and ``bias_p`` (its sign test), every dtype together."""
-        s, n, pos, neg = (sum(p[i] for p in self.parts.values()) for i in range(4))
+        s, n, pos, neg = self.totals()
         if not n:
             return {"bias_lsb": None, "bias_p": None}
         return {"bias_lsb": float(f"{s / n:.4g}"), "bias_p": float(f"{sign_test_p(pos, neg):.3g}")}

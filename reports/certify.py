@@ -42,7 +42,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from reports.causes import SCHEME_GAP_MIN, SchemeTally
+from reports.causes import SCHEME_GAP_MIN, BiasTally, SchemeTally
 from suite.core import findings as _findings
 from suite.core import keyed
 from suite.core.spec import SPEC_DIR
@@ -101,22 +101,18 @@ class _Entry:
         self.max_abs: float | None = None
         self.lines: set[str] = set()
         self.schemes = SchemeTally()
-        self.bias = [0.0, 0, 0, 0]           # sum of errors, elements, above, below (as BiasTally)
+        self.bias = BiasTally()              # the op's signed errors (reports/causes.py)
         self.shrink = [0, 0]                 # mismatches toward / away from the zero point
         self.clauses: dict[str, int] = {}    # spec clause -> cases
 
     def add(self, r: dict, line: str | None = None) -> None:
         st, c = r.get("status"), self.counts
         self.schemes.add(r)
-        if st in (_PASS, _FAIL) and not r.get("finding") and r.get("pos_err") is not None and r.get("elements"):
-            b = self.bias
-            b[0] += float(r.get("sum_err_lsb") or 0.0)
-            b[1] += int(r["elements"])
-            b[2] += int(r["pos_err"])
-            b[3] += int(r.get("neg_err") or 0)
-            if r.get("mismatches") and r.get("toward_zp_err") is not None:
-                self.shrink[0] += int(r["toward_zp_err"])
-                self.shrink[1] += int(r["mismatches"]) - int(r["toward_zp_err"])
+        self.bias.add(r)
+        if (st in (_PASS, _FAIL) and not r.get("finding") and r.get("pos_err") is not None and r.get("elements")
+                and r.get("mismatches") and r.get("toward_zp_err") is not None):   # (the rows the bias counts)
+            self.shrink[0] += int(r["toward_zp_err"])
+            self.shrink[1] += int(r["mismatches"]) - int(r["toward_zp_err"])
         for cl in sorted(set(re.split(r"[;\s]+", str(r.get("clause") or "")))):
             if cl:
                 self.clauses[cl] = self.clauses.get(cl, 0) + 1
@@ -146,7 +142,7 @@ class _Entry:
         self.lines.add(line if line is not None else _line(r))
 
     def bias_fields(self) -> dict:
-        s, n, pos, neg = self.bias
+        s, n, pos, neg = self.bias.totals()
         return {"mean_lsb": float(f"{s / n:.4g}") if n else None, "above": pos, "below": neg, "elements": n,
                 "p": float(f"{sign_test_p(pos, neg):.3g}") if n else None}
 
