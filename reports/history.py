@@ -164,9 +164,9 @@ class Reading:
         self.states[(r.get("case_id"), r.get("target"), r.get("device"))] = state(r)
         self.cases.add(f"{r.get('case_id')}:{r.get('case_digest')}")
 
-    def point(self, folder: Path) -> tuple[RunPoint, str]:
-        """The run's RunPoint (with its run.json) and the digest of its case set."""
-        info = _run_json(folder)
+    def point(self, folder: Path, info: dict | None = None) -> tuple[RunPoint, str]:
+        """The run's RunPoint (with its run.json, ``info`` if read already) and the digest of its case set."""
+        info = info if info is not None else _run_json(folder)
         digest = hashlib.sha256("\n".join(sorted(self.cases)).encode()).hexdigest()
         rid = str(info.get("run_id") or folder.name)
         started = str(info.get("started") or "")
@@ -177,12 +177,12 @@ class Reading:
 def read_run(folder: Path, parquet: bool = True) -> tuple[RunPoint, str]:
     """One run folder: its states and the digest of its case set (``parquet``: from results.parquet
     when it can)."""
-    _run_json(folder)   # (no run.json: not a run, before its rows are read)
+    info = _run_json(folder)   # (no run.json: not a run, before its rows are read)
     rows = _parquet_rows(folder) if parquet else None
     reading = Reading()
     for r in rows if rows is not None else iter_rows(folder / RESULTS):
         reading.add(r)
-    return reading.point(folder)
+    return reading.point(folder, info)
 
 
 def run_folders(report_dir: str | Path) -> list[Path]:
