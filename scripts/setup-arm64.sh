@@ -60,15 +60,18 @@ for name in ("ai-edge-litert", "onnxruntime", "onnxruntime-qnn", "numpy"):
 EOF
 }
 built() { [ -f "$BOARD/board.json" ] && [ -x "$BOARD/qemu-aarch64-static" ] && [ -x "$BOARD/rootfs/usr/bin/python3" ]; }
-# qemu_x86 DIR: trixie's qemu-x86_64-static into DIR (a board built before it was kept gets it alone)
+# qemu_x86 DIR: trixie's qemu-x86_64-static into DIR (a board built before it was kept gets it alone);
+# a failure is noted in DIR/qemu-x86.failed and not tried again for a day (each try may wait 300 s)
 qemu_x86() {
   local tmp
   tmp=$(mktemp -d "$1/.qemu.XXXXXX")
   if command -v mmdebstrap >/dev/null 2>&1 && timeout 300 mmdebstrap --quiet --variant=extract \
        --include=qemu-user-static "$SUITE" "$tmp/q" "$MIRROR" && [ -e "$tmp/q/usr/bin/qemu-x86_64-static" ]; then
     cp -L "$tmp/q/usr/bin/qemu-x86_64-static" "$1/qemu-x86_64-static"
+    rm -f "$1/qemu-x86.failed"
   else
     say "could not take qemu-x86_64-static from Debian $SUITE (no mmdebstrap or no registry): no qemu-x86 device"
+    echo "$(date -u +%FT%TZ) no qemu-user-static from Debian $SUITE" > "$1/qemu-x86.failed"
   fi
   rm -rf "$tmp"
 }
@@ -77,7 +80,8 @@ if built; then
   old=$(stale)
   if [ -z "$old" ]; then
     [ "$CHECK" = 1 ] && exit 0
-    [ -x "$BOARD/qemu-x86_64-static" ] || qemu_x86 "$BOARD"
+    [ -x "$BOARD/qemu-x86_64-static" ] || [ -n "$(find "$BOARD/qemu-x86.failed" -mmin -1440 2>/dev/null)" ] \
+      || qemu_x86 "$BOARD"
     ver=$(timeout 20 "$BOARD/qemu-aarch64-static" --version | head -n1)
     say "board ready in $BOARD ($ver; $(du -sm "$BOARD" | cut -f1) MB; built before: nothing to do)"
     exit 0
