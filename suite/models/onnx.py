@@ -44,23 +44,56 @@ class NotCovered(Exception):
     pass
 
 
+def read_onnx(path: str):
+    """(ModelProto, raw bytes) of the ``--model`` file, read once through the bounded reader. A
+    tensor with external data (an initializer, a Constant's value, in any subgraph) is refused:
+    onnx would open the file the model names, not one the command line gave."""
+    onnx = load_onnx()
+    raw = read_bytes(path, "model", "--model", "model")
+    try:
+        m = onnx.load_model_from_string(raw)
+    except Exception as e:  # noqa: BLE001 (onnx raises many types: one error naming the file)
+        raise QconformError(f"not a readable ONNX model: {type(e).__name__}: {e}", source=path) from None
+    hit = _external(m.graph, "graph", onnx.TensorProto.EXTERNAL)
+    if hit:
+        raise QconformError(f"tensor {hit[1][:100]!r} keeps its data in another file (external data)",
+                            source=path, field=hit[0],
+                            rule="a model's tensors are inside the model file (a file the model names is not read)")
+    return m, raw
+
+
+def _external(g, where: str, external: int) -> tuple[str, str] | None:
+    """(field, tensor name) of the first tensor of graph ``g`` or its subgraphs whose data is
+    in another file; None if there is none."""
+    for k, t in enumerate(g.initializer):
+        if t.data_location == external:
+            return f"{where}.initializer[{k}].data_location", t.name
+    for k, s in enumerate(g.sparse_initializer):
+        if external in (s.values.data_location, s.indices.data_location):
+            return f"{where}.sparse_initializer[{k}]", s.values.name
+    for k, n in enumerate(g.node):
+        for j, a in enumerate(n.attribute):
+            here = f"{where}.node[{k}].attribute[{j}]"
+            tensors = [a.t, *a.tensors, a.sparse_tensor.values, a.sparse_tensor.indices,
+                       *(x for s in a.sparse_tensors for x in (s.values, s.indices))]
+            if any(t.data_location == external for t in tensors):
+                return here, n.name or (n.output[0] if n.output else "")
+            subs = ([(f"{here}.g", a.g)] if a.HasField("g") else []) + \
+                [(f"{here}.graphs[{i}]", sg) for i, sg in enumerate(a.graphs)]
+            for w, sg in subs:
+                hit = _external(sg, w, external)
+                if hit:
+                    return hit
+    return None
+
+
 class _Model:
     """The model's constants, producers and shapes, and each tensor's quantization."""
 
     def __init__(self, path: str):
         onnx = load_onnx()
-        raw = read_bytes(path, "model", "--model", "model")
+        m, raw = read_onnx(path)
         self.digest = file_digest(raw)
-        try:
-            m = onnx.load_model_from_string(raw)
-        except Exception as e:  # noqa: BLE001 (onnx raises many types: one error naming the file)
-            raise QconformError(f"not a readable ONNX model: {type(e).__name__}: {e}", source=path) from None
-        # external data would open files the model names, not the command line: refused
-        ext = [t.name for t in m.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
-        if ext:
-            raise QconformError(f"initializer {ext[0][:100]!r} keeps its data in another file (external data)",
-                                source=path, field="graph.initializer.data_location",
-                                rule="a model's tensors are inside the model file (a file the model names is not read)")
         try:
             m = onnx.shape_inference.infer_shapes(m)
         except Exception as e:  # noqa: BLE001 (onnx raises many types: one error naming the file)
