@@ -662,7 +662,7 @@ def _test_hunt(self, request):
     if res.new:
         pytest.fail(res.summary(), pytrace=False)
     if res.groups:
-        _xfail(f"known findings only: {res.summary()}")
+        known_failure(request.config, f"known findings only: {res.summary()}")
 
 
 def _test_group(self, request):
@@ -677,12 +677,15 @@ def _test_group(self, request):
     if judged < total:   # (no run in this process: nothing to judge the rest with)
         pytest.skip(f"not judged: {judged} of the {total} cases of {self.op} on {self.target} ran")
     if failures:
-        _xfail("; ".join(f"{f['text']} [known finding {f['finding']}]" for f in failures))
+        known_failure(request.config, "; ".join(f"{f['text']} [known finding {f['finding']}]" for f in failures))
 
 
-def _xfail(reason: str):
-    """pytest.xfail() without a traceback: formatting one parses the module's source again (30 ms
-    for this file); the reason says it all. With --runxfail: a failure with that reason."""
+def known_failure(config, reason: str, message: str | None = None):
+    """pytest.xfail(reason) without a traceback (formatting one parses the test's module again;
+    the reason says it all); with --runxfail, the failure it is, with ``message`` (a case's
+    verdict message: what is off and the reproduction command)."""
+    if config.option.runxfail:
+        pytest.fail(message or reason, pytrace=False)
     raise pytest.xfail.Exception(reason, pytrace=False)
 
 

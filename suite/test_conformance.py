@@ -7,16 +7,17 @@ parametrizes its test with the op's cases; ids are ``<case id>:<target>`` (selec
 import pytest
 
 from suite.core.verdict import Outcome
+from suite.plugin import known_failure
 
 
 class Conformance:
     __qconform__ = True
 
-    def test_case(self, qc_verdict):
+    def test_case(self, qc_verdict, request):
         v = qc_verdict   # an error/crash/timeout/infra verdict is this test's ERROR (the fixture raises)
         if v.outcome is Outcome.SKIPPED:
             pytest.skip(f"unsupported on {v.target}: {v.reason}")
-        if v.outcome is Outcome.XFAILED:   # (pytest.xfail() without the traceback: the reason says it all)
-            raise pytest.xfail.Exception(v.xfail_reason, pytrace=False)   # with --runxfail: a failure
+        if v.outcome is Outcome.XFAILED:   # with --runxfail: a failure, with its message
+            known_failure(request.config, v.xfail_reason, v.message)
         if v.outcome is Outcome.FAILED:
             pytest.fail(v.message, pytrace=False)

@@ -191,3 +191,4 @@ def test_runxfail_shows_waived_failures_as_failures(run, tmp_path):
     # --runxfail: "report the results of xfail tests as if they were not marked"
     proc, _ = run(*args, "--runxfail")
     proc.result.assert_outcomes(passed=passed, failed=len(bad))
+    assert proc.stdout.count("\nreproduce: ") >= len(bad), proc.stdout[-3000:]   # the waived one's too
