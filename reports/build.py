@@ -124,7 +124,8 @@ def _expected(info: dict | None) -> dict[str, str]:
 
 def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bool = False,
                   run_info: dict | None = None, parquet_in_child: bool = False, baseline=None,
-                  certify_cases: list | None = None, certify_key=None) -> Report:
+                  certify_cases: list | None = None, certify_key=None,
+                  certify_waiver_files: dict | None = None) -> Report:
     """Write summary.csv, summary.md, results.parquet, index.html (and, with ``certify``,
     certificate.md/.json) of ``run_dir``/results.jsonl; and run.json when ``run_info`` is given
     (the run's document, reports.runinfo.run_info), with the counts and costs of the rows added.
@@ -171,7 +172,8 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         failed["parquet"] = e
     try:
         if certify:
-            certifier = Certifier(judged or _policy(d, info), _versions(info), waivers, certify_cases)
+            certifier = Certifier(judged or _policy(d, info), _versions(info), waivers, certify_cases,
+                                  certify_waiver_files)
             feeds["certificate"] = certifier.add
     except Exception as e:  # noqa: BLE001
         failed["certificate"] = e

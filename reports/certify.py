@@ -244,8 +244,9 @@ class Certifier:
     run's cases as [[case id, full sha256], ...] (the plugin's; a merged run's: its shards')."""
 
     def __init__(self, policy, versions: dict[str, dict[str, str]], waivers=None,
-                 cases: list[list[str]] | None = None):
+                 cases: list[list[str]] | None = None, waiver_files: dict[str, str | None] | None = None):
         self.policy, self.versions, self.waivers = policy, versions, waivers
+        self.waiver_files = waiver_files or {}   # path -> sha256 known without reading it (a merge's shards')
         self.cases = cases
         self.entries: dict[tuple, _Entry] = {}      # (target, spec, op), in the order of first rows
         self.targets: dict[Any, None] = {}
@@ -338,8 +339,10 @@ class Certifier:
         tol_sha = sha256_file(src) if src.exists() else options.get("tolerance_digest")
         default_tol = src.exists() and tol_sha == digests["default_tolerance"]
         wfiles = [str(w) for w in (options.get("waivers") or [])]
-        # a merge's waiver paths come from a shard's run.json: named, not read
-        read_waivers = not options.get("waivers_from_run_json")
+        # the waiver files are read only when the caller loaded them (--waivers); paths that come
+        # from a run.json alone (a merge's shards) are named, not read: their sha256 is what the
+        # shards' certificates recorded, if any
+        read_waivers = self.waivers is not None
         cert = {
             "format": FORMAT,
             "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -361,8 +364,8 @@ class Certifier:
             "rules": {"tie_scheme": TIE_SCHEME_RULE, "shrink": SHRINK_RULE, "tie_scheme_gap_min": TIE_SCHEME_GAP_MIN,
                       "scheme_gap_min": SCHEME_GAP_MIN},
             "ops": ops,
-            "waivers": {"files": {f: (sha256_file(f) if read_waivers and Path(f).is_file() else None)
-                                  for f in wfiles},
+            "waivers": {"files": {f: ((sha256_file(f) if Path(f).is_file() else None) if read_waivers
+                                      else self.waiver_files.get(f)) for f in wfiles},
                         "items": [w.as_dict() for w in (self.waivers.items if self.waivers else [])]},
             "waived": [{"case_id": w["case_id"], "target": o["target"], "waiver": w.get("waiver"),
                         "until": _until(w.get("waiver"), self.waivers)} for o in ops for w in o["waived"]],

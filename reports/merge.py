@@ -128,7 +128,7 @@ def merge(dirs: list[str | Path], out: str | Path, run_id: str) -> tuple[Report,
     options = {k: v for k, v in first["options"].items() if k not in ("shard", "baseline")}
     options.update(report_dir=str(dest), tolerance_copy=str(dest / TOLERANCE_COPY),
                    certify=any(i["options"].get("certify") for _, i in shards),
-                   shards=first["options"]["shard"]["count"], waivers_from_run_json=True)
+                   shards=first["options"]["shard"]["count"])
     planned = [i.get("planned") for _, i in shards]   # (a shard run under xdist has none: then nor has the merge)
     doc = {**{k: v for k, v in first.items() if k not in ("counts", "cost", "planned")}, "run_id": run_id,
            "planned": sum(planned) if all(type(n) is int for n in planned) else None,
@@ -142,19 +142,27 @@ def merge(dirs: list[str | Path], out: str | Path, run_id: str) -> tuple[Report,
                        "groups": i["options"]["shard"].get("groups"),
                        "devices": {t: v.get("devices") for t, v in (i.get("targets") or {}).items() if v.get("devices")}}
                       for d, i in shards]}
-    report = write_reports(dest, certify=options["certify"], run_info=doc, certify_cases=_certified_cases(shards))
+    cases, waiver_files = _shard_certificates(shards)
+    report = write_reports(dest, certify=options["certify"], run_info=doc, certify_cases=cases,
+                           certify_waiver_files=waiver_files)
     return report, doc
 
 
-def _certified_cases(shards) -> list:
-    """The [case id, sha256] lists of the shards' certificates, together (a shard without one adds
-    none: its cases then show as unlisted in the merged certificate, which does not verify)."""
+def _shard_certificates(shards) -> tuple[list, dict]:
+    """From the shards' certificates: their [case id, sha256] lists, together (a shard without one
+    adds none: its cases then show as unlisted in the merged certificate, which does not verify),
+    and the sha256 each recorded of its waiver files (the merge opens none of the files their
+    run.json name; one the shards disagree on gets none)."""
     out: dict = {}
+    files: dict = {}
     for d, _ in shards:
         with contextlib.suppress(OSError, ValueError, QconformError, AttributeError, TypeError):
-            for i, h in (read_certificate(d).get("case_set") or {}).get("list") or []:
+            cert = read_certificate(d)
+            for i, h in (cert.get("case_set") or {}).get("list") or []:
                 out[str(i)] = str(h)
-    return sorted([i, h] for i, h in out.items())
+            for f, h in ((cert.get("waivers") or {}).get("files") or {}).items():
+                files[str(f)] = str(h) if isinstance(h, str) and files.get(str(f), h) == h else None
+    return sorted([i, h] for i, h in out.items()), files
 
 
 def _exit_status(codes: list) -> int:

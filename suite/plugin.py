@@ -258,6 +258,7 @@ class QconformSession:
         self.policy, self.tolerance_digest, self.reruns = s.policy, s.tolerance_digest, s.reruns
         self.resumed, self.device_text = s.resumed, s.device_text
         policy, waivers, policy_text = s.policy, s.waivers, s.policy_text
+        self.waivers = waivers
         # resolved before this run's folder exists: a `latest` given as the baseline must not become this run
         self.baseline = run_folder(o.baseline, "--baseline") if o.baseline and self.controller else None
         if self.resumed is not None and not o.shard:   # ---- --shard (a resumed shard stays that shard)
@@ -541,7 +542,7 @@ class QconformSession:
                                                            interrupted=self.interrupted, planned=self.planned)
                 self.report = write_reports(self.folder.path, policy=self.policy,
                                             parquet_in_child=True,
-                                            waivers=self.run.waivers if self.run else None,
+                                            waivers=self.waivers,
                                             certify=self.opts.certify, run_info=doc,
                                             baseline=self.baseline,
                                             certify_cases=([[c.id, c.sha256()] for c in self._cases()]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 
 import pytest
@@ -132,6 +133,7 @@ expires = 2099-12-31
     assert rows[bad[1]]["status"] == "fail" and rows[bad[1]]["waiver_expired"] == "waivers.toml#1"
     assert rows[good[0]]["status"] == "pass" and rows[good[0]]["waiver_unneeded"] == "waivers.toml#2"
     cert = _cert(rd)
+    assert cert["waivers"]["files"] == {str(f): hashlib.sha256(f.read_bytes()).hexdigest()}   # read: --waivers gave it
     probs = "\n".join(cert["waiver_problems"])
     assert f"EXPIRED waiver waivers.toml#1: {bad[1]}" in probs
     assert f"waived case {good[0]} on wrong now PASSES" in probs

@@ -5,6 +5,7 @@ changed; an unreadable one exits 2 (issue #23)."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 
@@ -141,10 +142,21 @@ def test_the_user_key_signs_by_default(monkeypatch, tmp_path):
 
 def test_a_merged_sharded_run_certifies_its_shards_cases(pytester, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("QCONFORM_KEY_FILE", str(tmp_path / "key"))
-    args = ("--target=tests.tie_kernels:Correct", "--ops", "ADD,MUL,RESHAPE", "--cases-per-op", "3", "--certify")
+    w = tmp_path / "w.toml"
+    w.write_text('format = "qconform-waivers/1"\ntarget = "correct"\n[[waiver]]\ncase = "NONE-*"\nreason = "r"\n'
+                 'versions = { x = "1" }\nexpires = 2099-12-31\n')
+    args = ("--target=tests.tie_kernels:Correct", "--ops", "ADD,MUL,RESHAPE", "--cases-per-op", "3", "--certify",
+            f"--waivers={w}")
     shards = [run_inprocess(pytester, *args, f"--shard={k}/2", report_dir=tmp_path / f"s{k}")[1] for k in (1, 2)]
     out = tmp_path / "merged"
+    w.rename(tmp_path / "w.kept")
+    os.mkfifo(w)   # the merge opens no file a shard's run.json names (opened, a FIFO would hang it)
     assert main(["merge", *map(str, shards), "-o", str(out)]) == 0
-    cs = json.loads((out / "certificate.json").read_text())["case_set"]
+    w.unlink()
+    (tmp_path / "w.kept").rename(w)
+    cert = json.loads((out / "certificate.json").read_text())
+    # named by the shards' run.json, not read by the merge: the digest their certificates recorded
+    assert cert["waivers"]["files"] == {str(w): hashlib.sha256(w.read_bytes()).hexdigest()}
+    cs = cert["case_set"]
     assert cs["cases"] == len(cs["list"]) and not cs["unlisted"] and not cs["digest_mismatch"]
-    assert main(["certify", "--verify", str(out / "certificate.json")]) == 0, capsys.readouterr().out
+    assert main(["certify", "--verify", str(out / "certificate.json"), f"--waivers={w}"]) == 0, capsys.readouterr().out
