@@ -324,16 +324,18 @@ class BiasTally:
         """The ISA flags of the CPU every row ran on; None unless they are one, recorded."""
         return frozenset(next(iter(self.isas)).split()) if len(self.isas) == 1 and None not in self.isas else None
 
-    def add(self, row: dict) -> None:
+    def add(self, row: dict) -> bool:
+        """Count the row's errors; whether it counted (a bias-free row: no)."""
         self.isas.add(row.get("isa"))
         if (row.get("status") not in _RAN_UNEXPLAINED or row.get("finding") or row.get("pos_err") is None
                 or not row.get("elements")):
-            return
+            return False
         p = self.parts.setdefault(str(row.get("out_dtype")), [0.0, 0, 0, 0])
         p[0] += float(row.get("sum_err_lsb") or 0.0)
         p[1] += int(row["elements"])
         p[2] += int(row["pos_err"])
         p[3] += int(row.get("neg_err") or 0)
+        return True
 
     def totals(self) -> tuple[float, int, int, int]:
         """(sum of errors, elements, above, below), every dtype together."""

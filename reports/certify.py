@@ -108,9 +108,7 @@ class _Entry:
     def add(self, r: dict, line: str | None = None) -> None:
         st, c = r.get("status"), self.counts
         self.schemes.add(r)
-        self.bias.add(r)
-        if (st in (_PASS, _FAIL) and not r.get("finding") and r.get("pos_err") is not None and r.get("elements")
-                and r.get("mismatches") and r.get("toward_zp_err") is not None):   # (the rows the bias counts)
+        if self.bias.add(r) and r.get("mismatches") and r.get("toward_zp_err") is not None:   # (the rows the bias counts)
             self.shrink[0] += int(r["toward_zp_err"])
             self.shrink[1] += int(r["mismatches"]) - int(r["toward_zp_err"])
         for cl in sorted(set(re.split(r"[;\s]+", str(r.get("clause") or "")))):
@@ -508,13 +506,14 @@ def to_markdown(cert: dict[str, Any]) -> str:
     return "\n".join(L) + "\n"
 
 
-def read_certificate(path: str | Path) -> dict[str, Any]:
+def read_certificate(path: str | Path, field: str = "--verify") -> dict[str, Any]:
     """A certificate's JSON (a run folder: its certificate.json): a bounded read of a regular file
-    (suite/core/userfile.py), parsed as data; one QconformError naming the file otherwise."""
+    (suite/core/userfile.py), parsed as data; one QconformError naming the file (and ``field``,
+    where it came from) otherwise."""
     p = Path(path)
     if p.is_dir():
         p = p / CERT_JSON
-    text = read_text(p, "certificate", "--verify", kind="run")
+    text = read_text(p, "certificate", field, kind="run")
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError) as e:

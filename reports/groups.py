@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from pathlib import Path
 from typing import Any
 
-from reports.certify import CERT_JSON
+from reports.certify import CERT_JSON, read_certificate
 from reports.summary import SUMMARY_CSV
 from suite.core.errors import QconformError
 from suite.core.userfile import read_bytes
@@ -81,14 +80,10 @@ def read_group_verdicts(folder: str | Path) -> dict[tuple, dict[str, Any]] | Non
                 out[(op, target, dev or r.get("device") or "", kind)] = {
                     "text": t, "known": finding, "failing": not known,
                     "bias_lsb": r.get("bias_lsb") or None, "bias_p": r.get("bias_p") or None}
-    cert = _read(folder / CERT_JSON, "certificate.json")
-    if cert is not None:
+    if (folder / CERT_JSON).exists() or (folder / CERT_JSON).is_symlink():
         out[CERTIFIED] = {"text": "", "known": None, "failing": False, "bias_lsb": None, "bias_p": None}
-        try:
-            doc = json.loads(cert)
-        except ValueError as e:
-            raise QconformError(f"not JSON: {e}", source=str(folder / CERT_JSON)) from None
-        for o in (doc.get("ops") if isinstance(doc, dict) else None) or []:
+        doc = read_certificate(folder / CERT_JSON, CERT_JSON)
+        for o in doc.get("ops") or []:
             if isinstance(o, dict) and o.get("verdict") == "non-conformant":
                 out[(str(o.get("op")), str(o.get("target")), "", f"certification {o.get('spec') or ''}".strip())] = {
                     "text": "non-conformant" + (": " + "; ".join(map(str, o["op_failures"])) if o.get("op_failures") else ""),

@@ -152,11 +152,11 @@ def load_run_json(run_dir: str | Path, field: str | None = None, options: bool =
     try:
         doc = json.loads(read_text(p, RUN_JSON, field, "run"))
     except (ValueError, RecursionError) as e:
-        raise QconformError(f"not JSON: {e}", source=str(p), field=field) from None
+        raise QconformError(f"run.json is not valid JSON ({str(e)[:200]})", source=str(p), field=field) from None
     if not isinstance(doc, dict):
         raise QconformError("not a JSON object", source=str(p), field=field, rule="run.json (qconform-run/1)")
     if options and not isinstance(doc.get("options"), dict):
-        raise QconformError("no options object", source=str(p), field="options",
+        raise QconformError("no options object", source=str(p), field=f"{field}: options" if field else "options",
                             rule="run.json (qconform-run/1) records the run's options")
     return doc
 

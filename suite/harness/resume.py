@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reports.runinfo import load_run_json
 from suite.core.errors import QconformError
-from suite.core.userfile import read_text
 from targets import BUILTIN
 
 #: (run.json options key, RunConfig attribute, command-line option)
@@ -62,13 +62,9 @@ def open_run(run_dir: str, report_dir: str | None = None) -> Resume:
     if not p.exists() and not p.is_symlink():
         raise QconformError("has no run.json: not the report folder of a run (or the run never started)",
                             source=str(d), field="--resume", rule="--resume takes the report folder of an earlier run")
-    try:
-        info = json.loads(read_text(p, "run.json", "--resume", "run"))
-    except (ValueError, RecursionError) as e:
-        raise QconformError(f"run.json is not valid JSON ({e})", source=str(p), field="--resume",
-                            rule="run.json as qconform writes it") from None
-    opts = info.get("options") if isinstance(info, dict) else None
-    if not isinstance(opts, dict) or not isinstance(info.get("run_id"), str) or not info["run_id"]:
+    info = load_run_json(d, "--resume")
+    opts = info["options"]
+    if not isinstance(info.get("run_id"), str) or not info["run_id"]:
         raise QconformError("lacks run_id / options", source=str(p), field="--resume",
                             rule="run.json as qconform writes it (qconform-run/1)")
     if report_dir is not None and Path(report_dir).resolve() != d.resolve():
