@@ -256,7 +256,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     sections = ((since_html(since, since_error), since_markdown(since, since_error)) if baseline is not None
                 else (None, None))   # (the page and summary.md say there is none)
     try:   # the History section: earlier runs of the same case set beside this one (reports/history.py)
-        past = history_section(d, reading=reading if "history" not in failed else None)
+        past = history_section(d, reading=reading if "history" not in failed else None, info=info)
     except Exception as e:  # noqa: BLE001 (one error line; the page is written without it)
         past = None
         report.errors.append(_error("the history section", e))

@@ -158,16 +158,17 @@ class Reading:
 
     def __init__(self):
         self.states: dict[tuple, str] = {}
-        self.cases: set[str] = set()
+        self.cases: dict[tuple, str] = {}   # (of the key's last row: all rows or the last ones, one set)
 
     def add(self, r: dict) -> None:
-        self.states[(r.get("case_id"), r.get("target"), r.get("device"))] = state(r)
-        self.cases.add(f"{r.get('case_id')}:{r.get('case_digest')}")
+        key = (r.get("case_id"), r.get("target"), r.get("device"))
+        self.states[key] = state(r)
+        self.cases[key] = f"{r.get('case_id')}:{r.get('case_digest')}"
 
     def point(self, folder: Path, info: dict | None = None) -> tuple[RunPoint, str]:
         """The run's RunPoint (with its run.json, ``info`` if read already) and the digest of its case set."""
         info = info if info is not None else _run_json(folder)
-        digest = hashlib.sha256("\n".join(sorted(self.cases)).encode()).hexdigest()
+        digest = hashlib.sha256("\n".join(sorted(set(self.cases.values()))).encode()).hexdigest()
         rid = str(info.get("run_id") or folder.name)
         started = str(info.get("started") or "")
         order = (started, (folder / RUN_JSON).stat().st_mtime_ns)
@@ -271,7 +272,8 @@ def svg(s: Series) -> bytes:
     return trend_svg([r.run_id for r in s.runs], s.new_failures(), [r.pass_pct for r in s.runs])
 
 
-def html_section(run_folder: str | Path, last: int = LAST, reading: Reading | None = None) -> str | None:
+def html_section(run_folder: str | Path, last: int = LAST, reading: Reading | None = None,
+                 info: dict | None = None) -> str | None:
     """index.html's History section of the run in ``run_folder``: its series under the same report
     directory (<dir>/runs/<run id>), when earlier runs are there; None otherwise. ``reading``: the
     run's own rows, already taken (reports.build), so its results.jsonl is not read again."""
@@ -279,7 +281,7 @@ def html_section(run_folder: str | Path, last: int = LAST, reading: Reading | No
     if folder.parent.name != "runs":
         return None
     try:   # (results.jsonl only: pyarrow stays out of the pytest process, see reports/parquet.py)
-        point, digest = reading.point(folder) if reading is not None else read_run(folder, parquet=False)
+        point, digest = reading.point(folder, info) if reading is not None else read_run(folder, parquet=False)
         series, _ = history(folder.parent.parent, newest=last, parquet=False, known={folder: (point, digest)})
     except QconformError:
         return None

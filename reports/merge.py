@@ -31,10 +31,6 @@ MAX_FAILURE_FILE = 64 << 20   # bytes of a failure file copied over
 SAME = ("seed", "ops", "cases_per_op", "case_files", "model", "scheme", "tolerance_digest")
 
 
-def _regular(p: Path, limit: int, what: str) -> bytes:
-    return read_bytes(p, p.name, what, limit=limit)
-
-
 def read_shard(d: str | Path) -> tuple[Path, dict]:
     """(the run folder, its run.json) of a shard given as a run folder or a report folder (its latest)."""
     p = Path(d)
@@ -191,7 +187,7 @@ def _moved(row: dict, src: Path, dest: Path) -> dict:
         rel = Path(*parts[at:])
         if ".." not in rel.parts and (src / rel).is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            (dest / rel).write_bytes(_regular(src / rel, MAX_FAILURE_FILE, "failure_file"))
+            (dest / rel).write_bytes(read_bytes(src / rel, rel.name, "failure_file", limit=MAX_FAILURE_FILE))
             row["failure_file"] = str(dest / rel)
             if isinstance(row.get("repro"), str) and at:
                 row["repro"] = row["repro"].replace(str(Path(*parts[:at])) + os.sep, str(dest) + os.sep)

@@ -297,7 +297,7 @@ class QconformSession:
         self.report = None
         self.hunters: dict = {}   # target -> its Hunter (--hunt), one worker process each
         self.planned: int | None = None   # rows this run is to write (its pairs x devices), once collected
-        self._tests_done = 0
+        self._tests_done, self._frozen = 0, False
 
     def versions(self, name: str) -> dict[str, str]:
         if self.run is not None:
@@ -453,6 +453,7 @@ class QconformSession:
         if self.run is not None:   # (an xdist worker runs only the groups it is given: each when asked)
             self.run.plan(pairs, lazy=not self.controller)
         _settle_gc()
+        self._frozen = True
 
     def pytest_runtest_logfinish(self, nodeid, location):
         self._tests_done += 1
@@ -619,7 +620,8 @@ class QconformSession:
             tr.write_line(f"qconform: INCOMPLETE: no case was judged{short}", red=True, bold=True)
 
     def pytest_unconfigure(self, config):
-        gc.unfreeze()   # (a session run inside another process, pytester's: its objects can be collected)
+        if self._frozen:   # (a session run inside another process, pytester's: its objects can be collected)
+            gc.unfreeze()
         if self.stop is not None:
             self.stop.restore()
         xml = getattr(config.option, "xmlpath", None)   # ---- --junitxml: the run's properties (suite/harness/junit.py)
@@ -654,7 +656,7 @@ def _settle_gc() -> None:
         atexit.register(gc.freeze)
 
 
-_AT_EXIT = False
+_AT_EXIT = False   # (registered once per process)
 
 
 def _test_hunt(self, request):

@@ -165,9 +165,9 @@ class TosaTarget(Target):
         if isinstance(r, int):   # killed by a signal while running this one case: its crash (the
             # worker goes on: a worker killed with it would be restarted and its batch run again alone)
             tail = self._proc.tail() if self._proc is not None else ""
-            o = Outcome.error(f"the TOSA runner (tosa-converter-for-tflite, tosa-opt, tosa_reference_model; "
-                              f"the converter in a child process) was killed by {signal_name(r)} (signal {r}) "
-                              f"while running this case"
+            o = Outcome.error(f"the TOSA runner (tosa-converter-for-tflite, tosa-opt, tosa_reference_model"
+                              + ("; the converter in a child process" if apart else "")
+                              + f") was killed by {signal_name(r)} (signal {r}) while running this case"
                               + (f"; stderr: {tail}" if tail else ""), status="crash")
             o.info["signal"] = signal_name(r)
             return o
@@ -225,7 +225,7 @@ class TosaTarget(Target):
             share = round((time.perf_counter() - t0) / len(todo), 6)
             for i, o in zip(todo, got):
                 outs[i] = o
-                outs[i].info.update(target_s=share, batch_size=len(todo))
+                outs[i].info["target_s"] = share   # (batch_size: the merged model's, batch_info)
         return outs
 
     def run_one(self, case, timing: Timing) -> Outcome:

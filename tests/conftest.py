@@ -108,7 +108,7 @@ def qconform_main(capsys):
         try:
             code = main(list(args))
         except SystemExit as e:   # argparse's usage errors
-            code = e.code if isinstance(e.code, int) else 1
+            code = 0 if e.code is None else e.code if isinstance(e.code, int) else 1
         out = capsys.readouterr()
         return subprocess.CompletedProcess(["qconform", *args], code, out.out, out.err)
     return _run

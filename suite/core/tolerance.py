@@ -71,7 +71,7 @@ class Rule:
         return True
 
 
-@dataclass
+@dataclass(frozen=True)   # (Policy.lookup hands the same one to every result of its key)
 class Tolerance:
     max_abs_lsb: float
     max_mismatch_pct: float
