@@ -92,6 +92,9 @@ class Target:
     #: run in a worker process (suite/isolation.py), so a crash or hang is a verdict, not the
     #: end of the run; False only for pure-Python targets and targets that isolate themselves
     isolate: bool = True
+    #: at most this many cases of an (op, target) group run alone for their latency
+    #: (--latency-cases); None: as many as the option says
+    latency_cases: int | None = None
 
     def __init__(self, **options: Any):
         self.options = options

@@ -220,6 +220,10 @@ def placement_text(eps: dict[str, list[str]]) -> str:
 
 # ----------------------------------------------------------------------------- QNN context cache
 
+#: the targets with a cache of compiled models (option ``cache_dir``, --cache-dir)
+CACHED_TARGETS = ("htp", "openvino", "tosa")
+
+
 def cache_dir_of(option: str | None, default: str = DEFAULT_CACHE_DIR, sub: str | None = None) -> Path | None:
     """The context-cache folder: the option, else $QCONFORM_CACHE_DIR (its folder ``sub`` when
     given), else ``default`` (~/.cache/qconform/qnn); ``off`` / ``none`` / empty disables the cache."""

@@ -138,8 +138,14 @@ def test_local_device_equals_local_openvino(tmp_path):
     cases = _cases(3, ("FULLY_CONNECTED", "ADD"))
     local = get_target("openvino").run(cases, TIMING)
     r = RemoteTarget("openvino", f"local:{tmp_path / 'dev'}?python={PY}")
-    merged = r.run(cases, TIMING)
+    try:
+        merged = r.run(cases, TIMING)
+    finally:
+        r.close()
     _same(local, merged)
     assert merged[0].info["batch_size"] == len(cases)   # one merged model, as the local target's
     alone = RemoteTarget("openvino", f"local:{tmp_path / 'dev'}?python={PY}&merge=0")
-    _same([get_target("openvino").run([c], TIMING)[0] for c in cases], alone.run(cases, TIMING))
+    try:
+        _same([get_target("openvino").run([c], TIMING)[0] for c in cases], alone.run(cases, TIMING))
+    finally:
+        alone.close()

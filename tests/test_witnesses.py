@@ -62,7 +62,7 @@ def test_tflm_relu6_clamps_input_codes_without_requantizing():
     clamped = np.clip(x, max(z_in, -128), min(127, z_in + round(6 / s_in)))
     assert got.tolist() == clamped.tolist()
     want = golden(case)[0].ravel().astype(int)   # the error is the clamp's distance from the spec, and large
-    assert np.abs(got.astype(int) - want).max() == np.abs(clamped.astype(int) - want).max() > 100
+    assert np.abs(clamped.astype(int) - want).max() > 100
 
 
 def test_tflm_space_to_batch_pads_with_one_code_not_the_zero_point():

@@ -26,6 +26,7 @@ from suite.cases.hunt import params
 from suite.core.findings import match
 from targets import get_target
 from targets.base import Timing
+from targets.batching import CACHED_TARGETS
 
 
 @dataclass
@@ -77,7 +78,7 @@ def _measure(target_name: str, mode: str, target, cases, batch_size: int, timing
 
 
 #: targets with a cache of compiled models (option cache_dir): measured with it off, cold and warm
-CACHED = ("htp", "openvino")
+CACHED = CACHED_TARGETS
 
 
 def run(targets: list[str] | None = None, cases_per_op: int = 30, seed: int = 0, batch_size: int = 64,

@@ -82,7 +82,7 @@ def run(args) -> int:
                        tolerance_file=args.tolerance, include_known=args.include_known,
                        findings=findings_on(None if args.findings is None else args.findings == "on"),
                        max_examples=args.max_examples, shrink=not args.no_shrink, search=args.search)
-    # hunted cases are one-offs: no compiled-model cache (htp, openvino: cache_dir) unless asked for
+    # hunted cases are one-offs: no compiled-model cache (targets.batching.CACHED_TARGETS) unless asked for
     os.environ.setdefault("QCONFORM_CACHE_DIR", "off")
     chosen = {}
     for sel in targets:

@@ -80,7 +80,8 @@ class Run:
         cases = sorted(cases, key=lambda c: c.id)
         lat, size = self.opts.latency_cases, self.opts.batch_size   # first: the latency singles and a batch
         # a target whose run time is no device's latency (the TOSA reference model) sets fewer
-        lat = min(lat, getattr(self.targets.get(target), "latency_cases", lat))
+        cap = getattr(self.targets.get(target), "latency_cases", None)   # (a duck-typed kernel may lack it)
+        lat = lat if cap is None else min(lat, cap)
         self.executors[target].submit(cases[:lat + size], min(lat, len(cases)), self.timing)
         for i in range(lat + size, len(cases), size):
             self.executors[target].submit(cases[i:i + size], 0, self.timing)

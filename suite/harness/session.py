@@ -23,6 +23,7 @@ from suite.harness.goldens import folder_of
 from suite.harness.options import RunOptions, check_given, checked, split_list
 from suite.harness.repro import TOLERANCE_COPY, check_reruns
 from targets import DEFAULT_TARGETS, get_target, known_names, target_name
+from targets.batching import CACHED_TARGETS
 from targets.remote import device_for_process, device_targets
 from targets.transport import parse_device_list
 
@@ -68,8 +69,8 @@ def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | 
         latency_cases=o.latency_cases if o.latency_cases is not None else _default_latency_cases(devices, device),
         ahead=o.ahead, isolation=o.isolation, golden_cache=_golden_folder(o.golden_cache), waivers=o.waivers,
         certify=o.certify,
-        target_options={"htp": {"htp_performance_mode": o.htp_performance_mode, "cache_dir": o.cache_dir},
-                        "openvino": {"cache_dir": o.cache_dir}, "tosa": {"cache_dir": o.cache_dir},
+        target_options={**{t: {"cache_dir": o.cache_dir} for t in CACHED_TARGETS},
+                        "htp": {"htp_performance_mode": o.htp_performance_mode, "cache_dir": o.cache_dir},
                         "netrun": {"profile": o.netrun_profile}})
     if resumed is not None:
         resume_mod.check_config(resumed, opts)
