@@ -366,10 +366,12 @@ class ContextCache:
                 pass
         return True
 
-    def store_failure(self, key: str, reason: str) -> None:
+    def store_failure(self, key: str, reason: str, **facts) -> None:
+        """Record that the runtime refused ``key``'s model, why, and any JSON ``facts`` of the
+        refusal (tosa: the cases the converter named), all under the entry's MAC."""
         if self._secret is None:
             return
-        record = json.loads(json.dumps({"reason": reason, "time": time.time()}))
+        record = json.loads(json.dumps({**facts, "reason": reason, "time": time.time()}))
         tag = mac(self._secret, self.format, "failure", key, _canonical(record))
         try:
             self.root.mkdir(parents=True, exist_ok=True)

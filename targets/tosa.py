@@ -48,7 +48,7 @@ MAX_REPLY = 512 << 20
 CASE_TIMEOUT_S = 60
 START_TIMEOUT_S = 120
 DEFAULT_CACHE_DIR = "~/.cache/qconform/tosa"
-CACHE_FORMAT = "qconform-tosa-flatbuffer/1 hmac-sha256"   # in every entry's MAC
+CACHE_FORMAT = "qconform-tosa-flatbuffer/2 hmac-sha256"   # in every entry's MAC
 
 
 def venv() -> Path:
@@ -111,28 +111,31 @@ class TosaTarget(Target):
         key = digest_of(content, *(f"{k}={v}" for k, v in sorted(runner.versions.items())), CACHE_FORMAT)
         flat = None
         if cache is not None and cache.enabled:
-            flat, meta, failed = cache.lookup_bytes(key)
+            flat, _, failed = cache.lookup_bytes(key)
             if failed is not None and isinstance(failed.get("reason"), str):
-                return key, {**_failure_of(failed["reason"]), "status": "unsupported", "stage": "compile"}
+                located = failed.get("located")
+                return key, {"reason": failed["reason"], "located": located if isinstance(located, list) else [],
+                             "killed": failed.get("killed") is True, "status": "unsupported", "stage": "compile"}
         reply = runner.ask({"model": None if flat else base64.b64encode(content).decode(),
                             "flat": base64.b64encode(flat).decode() if flat else None, "inputs": inputs,
-                            "batch": n > 1, "apart": apart}, CASE_TIMEOUT_S * max(1, n))
+                            "batch": n > 1, "apart": apart, "keep": cache is not None and cache.enabled},
+                           CASE_TIMEOUT_S * max(1, n))
         if isinstance(reply, dict) and isinstance(reply.get("signal"), int):   # its compiling child killed
             return key, reply["signal"]
         if isinstance(reply, dict) and cache is not None and cache.enabled:
             if reply.get("flat"):
                 cache.store_bytes(key, base64.b64decode(reply["flat"]), {"cases": n})
             elif reply.get("stage") == "compile" and reply.get("status") == "unsupported":
-                self._store_failure(key, reply, n > 1)
+                self._store_failure(key, reply)
         return key, reply
 
-    def _store_failure(self, key: str, reply: dict, batch: bool = True) -> None:
-        """A refusal kept: one case's is its reason; a batch's, its reason and located cases (JSON)."""
+    def _store_failure(self, key: str, reply: dict) -> None:
+        """A refusal kept: its reason, and for a batch the cases the converter named and whether
+        it killed the runner."""
         cache = self.compiled_cache
         if cache is not None and cache.enabled:
-            cache.store_failure(key, json.dumps({"reason": reply.get("reason"), "located": reply.get("located") or [],
-                                                 "killed": bool(reply.get("killed"))})
-                                if batch else str(reply.get("reason", "")))
+            cache.store_failure(key, str(reply.get("reason", "")), located=reply.get("located") or [],
+                                killed=bool(reply.get("killed")))
 
     def _split(self, items: list, halved: bool = False, apart: bool = False) -> list[Outcome]:
         """One outcome per case of ``items``: the cases as one batch; when it fails, the cases
@@ -282,17 +285,6 @@ class _Refused(BatchFailed):
         self.cases, self.killed = cases, killed
 
 
-def _failure_of(reason: str) -> dict:
-    """A stored refusal: a batch's is JSON of its reason and located cases, one case's its reason."""
-    try:
-        doc = json.loads(reason)
-    except ValueError:
-        doc = None
-    if isinstance(doc, dict) and isinstance(doc.get("located"), list):
-        return {"reason": str(doc.get("reason")), "located": doc["located"], "killed": doc.get("killed") is True}
-    return {"reason": reason}
-
-
 class _Runner:
     """``targets/tosa_runner.py`` run by the TOSA venv's Python, kept for the worker's batches
     (one JSON line a request, one a reply); its stdin closes when the worker ends."""
@@ -307,6 +299,7 @@ class _Runner:
         self.dead = False
         first = self._read(START_TIMEOUT_S)
         if not isinstance(first, dict) or "versions" not in first:
+            self.close(kill=True)
             raise RuntimeError(f"the TOSA runner did not start: {self.tail() or first}")
         self.versions = {str(k): str(v) for k, v in first["versions"].items()}
 

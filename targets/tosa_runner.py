@@ -7,9 +7,10 @@ until its stdin closes:
 
 request: ``{"model": base64 .tflite, "flat": base64 TOSA flatbuffer or null, "inputs": [{"dtype",
 "shape", "data": base64 of the array's bytes}], "batch": true (its tensors are named c<k>_...: locate
-the cases a refusal names), "apart": true (compile it in a forked child)}``
+the cases a refusal names), "apart": true (compile it in a forked child), "keep": true (reply with
+the flatbuffer compiled)}``
 reply:   ``{"status": "ok", "outputs": [{"dtype", "shape", "data"}], "latency_us": [...],
-"flat": base64 (when compiled here)} | {"status": "unsupported" | "error", "reason": ...,
+"flat": base64 (compiled here, asked to keep it)} | {"status": "unsupported" | "error", "reason": ...,
 "stage": "compile" | "run", "located": [k, ...]} | {"signal": N}`` (``located``: the k of each
 tensor named ``c<k>_...`` in the converter's diagnostics of a refusal, or made by a ``tfl.`` op it
 left; ``signal``: compiling it ``apart`` killed the child that did)
@@ -43,6 +44,7 @@ LOCATED = re.compile(r'loc\("c([0-9]{1,9})_')
 LOC_ALIAS = re.compile(r'^#(loc[0-9]+) = loc\("c([0-9]{1,9})_', re.M)
 LOC_USE = re.compile(r'loc\(#(loc[0-9]+)\)')
 NOT_OPS = {"tfl.description", "tfl.schema_version"}   # the module's attributes
+MAX_FLAT = 256 << 20   # bytes of a TOSA flatbuffer tosa-opt writes (base64 of it within tosa.py's MAX_REPLY)
 
 
 def _versions() -> dict:
@@ -119,8 +121,11 @@ def compile_model(model: bytes, tmp: str, opt: str, locate: bool = False) -> byt
                        capture_output=True, text=True, timeout=OPT_TIMEOUT_S)
     if p.returncode != 0 or not os.path.exists(out):
         return _refused(f"tosa-opt --tosa-serialize refused the TOSA MLIR: {_short(p.stderr)}", "compile")
-    with open(out, "rb") as f:
-        return f.read()
+    with open(out, "rb") as f:   # (tosa-opt's file in this runner's own temporary folder)
+        flat = f.read(MAX_FLAT + 1)
+    if len(flat) > MAX_FLAT:
+        return _refused(f"tosa-opt wrote a TOSA flatbuffer of over {MAX_FLAT} bytes", "compile")
+    return flat
 
 
 def compile_apart(model: bytes, tmp: str, opt: str, locate: bool) -> bytes | dict:
@@ -165,7 +170,8 @@ def run_model(req: dict, tmp: str, opt: str) -> dict:
         flat = compile_(base64.b64decode(req["model"]), tmp, opt, bool(req.get("batch")))
         if isinstance(flat, dict):
             return flat
-        reply["flat"] = base64.b64encode(flat).decode()
+        if req.get("keep"):   # (for the caller's cache)
+            reply["flat"] = base64.b64encode(flat).decode()
     inputs = [np.frombuffer(base64.b64decode(t["data"]), dtype=t["dtype"]).reshape(t["shape"]).copy()
               for t in req["inputs"]]
     t0 = time.perf_counter_ns()
