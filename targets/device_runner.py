@@ -291,8 +291,7 @@ class OrtRuntime:
 
     def prepare(self, case, ws):
         sess = self.session(os.path.join(ws, case["model"]))
-        feeds = {i["name"]: read_raw(os.path.join(ws, i["file"]), i["dtype"], i["shape"]) for i in case["inputs"]}
-        names = [o["name"] for o in case["outputs"]]
+        feeds, names = group_feeds({"members": [case]}, ws)
         self.last_placement = placement(sess, None)
         return lambda: sess.run(names, feeds)
 
@@ -397,8 +396,7 @@ class OpenvinoRuntime:
         return invoke
 
     def prepare(self, case, ws):
-        feeds = {i["name"]: read_raw(os.path.join(ws, i["file"]), i["dtype"], i["shape"]) for i in case["inputs"]}
-        return self._request(os.path.join(ws, case["model"]), feeds, [o["name"] for o in case["outputs"]])
+        return self._request(os.path.join(ws, case["model"]), *group_feeds({"members": [case]}, ws))
 
     def prepare_group(self, group, ws):
         """A merged model of several cases (names prefixed c<k>_): one compiled model, one run."""
@@ -437,7 +435,8 @@ def read_raw(path, dtype, shape):
 
 
 def group_feeds(group, ws):
-    """A merged group's inputs by name (every member's) and its output names, in member order."""
+    """A merged group's inputs by name (every member's) and its output names, in member order (one
+    case: ``{"members": [case]}``)."""
     feeds, names = {}, []
     for m in group["members"]:
         for i in m["inputs"]:

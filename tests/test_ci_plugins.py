@@ -23,15 +23,19 @@ SLICE = ("--target=ref,tests.spine_targets:OffByOne,tests.bias_targets:HalfUp", 
          "--cases-per-op", "15")
 
 
+def _pytest(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """pytest with the qconform plugin and only the plugins ``args`` load (-p)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    cmd = [sys.executable, "-m", "pytest", "-p", "qconform", "-p", "no:cacheprovider", "-q", *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+
+
 def _run(tmp, name: str, *extra: str) -> tuple[subprocess.CompletedProcess, dict, dict]:
     """A suite run with only the plugins given (-p): (process, status of each (case, target),
     outcome of each JUnit testcase)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     xml = tmp / f"{name}.xml"
-    cmd = [sys.executable, "-m", "pytest", "-p", "qconform", "-p", "no:cacheprovider", "-q", *SLICE,
-           f"--report-dir={tmp / name}", f"--junitxml={xml}", *extra]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    proc = _pytest(*SLICE, f"--report-dir={tmp / name}", f"--junitxml={xml}", *extra)
     rows = {(r["case_id"], r["target"]): r["status"] for r in iter_last_rows(run_folder(tmp / name))}
     tests = {}
     for c in ET.parse(xml).getroot().iter("testcase"):
@@ -68,14 +72,10 @@ def test_pytest_randomly_keeps_each_operators_tests_together(tmp_path):
     operator's tests together (a stable sort, which pytest-randomly provides for), so a bad
     verdict's witnesses, the op's other targets, are at the head of their queues."""
     pytest.importorskip("pytest_randomly")
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 
     def collected(*extra: str) -> list[str]:
-        cmd = [sys.executable, "-m", "pytest", "-p", "qconform", "-p", "no:cacheprovider", "-q", "--collect-only",
-               "--target=ref,tflite-ref", "--ops", "ADD,MUL,SUB", "--cases-per-op", "4",
-               f"--report-dir={tmp_path}", *extra]
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+        proc = _pytest("--collect-only", "--target=ref,tflite-ref", "--ops", "ADD,MUL,SUB", "--cases-per-op", "4",
+                       f"--report-dir={tmp_path}", *extra, timeout=300)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         return [ln for ln in proc.stdout.splitlines() if "::test_" in ln]
 

@@ -120,8 +120,7 @@ def test_findings_minimal_cases_reproduce(target):
     """Each finding's minimal case, on its runtime (in a worker process: a crash is a verdict):
     a crash finding crashes, a fail finding gives outputs other than the golden's. A finding with an
     ISA condition this host's CPU does not meet is not expected here (tests/test_isa.py runs some under QEMU)."""
-    mine = [f for f in REPRODUCED if f.target[0] == target
-            and HOST_ISA.issuperset(f.isa_has) and HOST_ISA.isdisjoint(f.isa_lacks)]
+    mine = [f for f in REPRODUCED if f.target[0] == target and f.holds_on(HOST_ISA)]
     ex = executor_for(_target(target), "process", 120.0, 1)
     cases = [load_case(ROOT / f.case) for f in mine]
     try:   # each alone: OpenVINO optimizes a merged model as a whole (a DEQUANTIZE beside an ADD is exact)

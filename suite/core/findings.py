@@ -47,13 +47,19 @@ class Finding:
         """The reason, and the ticket when it has one: what every report shows beside its id."""
         return self.reason + (f" (ticket: {self.ticket})" if self.ticket else "")
 
+    def holds_on(self, isa: frozenset[str] | None) -> bool:
+        """Whether a CPU with these ISA flags meets the finding's ISA condition (None: flags not
+        known, which meets only a finding without one)."""
+        if not (self.isa_has or self.isa_lacks):
+            return True
+        return isa is not None and isa.issuperset(self.isa_has) and isa.isdisjoint(self.isa_lacks)
+
     def matches(self, op: str, target: str, variant: str, status: str = "fail", params: dict | None = None,
                 isa: frozenset[str] | None = None) -> bool:
         if self.model or not (status in self.status and any(fnmatch.fnmatchcase(op, p) for p in self.op)
                 and any(fnmatch.fnmatchcase(target, p) for p in self.target)):
             return False
-        if (self.isa_has or self.isa_lacks) and (isa is None or not isa.issuperset(self.isa_has)
-                                                 or not isa.isdisjoint(self.isa_lacks)):
+        if not self.holds_on(isa):
             return False
         if self.where:   # (no params: a caller without a case, e.g. a whole group's bias: no match)
             return params is not None and any(all(_holds(params.get(k), c) for k, c in w.items()) for w in self.where)
