@@ -39,20 +39,64 @@ def test_every_litert_finding_names_an_independent_witness():
     litert = [f for f in findings() if {"tflite", "tflite-ref"} & set(f.target)]
     assert len(litert) >= 20
     for f in litert:
-        assert INDEPENDENT & set(f.witnesses), f"{f.id}: no independent runtime confirms the golden"
+        assert INDEPENDENT & {w.target for w in f.witnesses}, f"{f.id}: no independent runtime confirms the golden"
         assert (ROOT / f.case).is_file(), f"{f.id}: case {f.case} missing"
 
 
-WITNESSED = [(f.id, w) for f in findings() for w in f.witnesses]
+HOST_ISA = frozenset(isa_flags())
+WITNESSED = [(f.id, t) for f in findings() for t in dict.fromkeys(w.target for w in f.witnesses)]
+
+
+def _witnessed(finding: str, target: str):
+    f = next(x for x in findings() if x.id == finding)
+    return f, load_case(ROOT / f.case), [w for w in f.witnesses if w.target == target]
 
 
 @pytest.mark.parametrize("finding,target", WITNESSED, ids=[f"{f}:{w}" for f, w in WITNESSED])
 def test_finding_witness_gives_the_goldens_value(finding, target):
-    f = next(x for x in findings() if x.id == finding)
-    case = load_case(ROOT / f.case)
+    """On this CPU, where the witness's ISA condition holds (the emulated CPUs below check the others)."""
+    f, case, mine = _witnessed(finding, target)
+    if target not in f.witnesses_on(HOST_ISA):
+        pytest.skip(f"{target} witnesses {finding} only " + " or ".join(w.condition for w in mine)
+                    + f"; this CPU: {' '.join(sorted(HOST_ISA))} (test_isa_dependent_witnesses_on_emulated_cpus)")
     got = _outputs(target, case)
     want = golden(case)
     assert [g.ravel().tolist() for g in got] == [np.asarray(w).ravel().tolist() for w in want]
+
+
+# The x86 CPUs QEMU's TCG emulates whole (no AVX-512 there) and the ISA flags the device runner reads
+# from their CPUID (tests/test_isa.py checks Nehalem's and Haswell's).
+EMULATED = {"Nehalem": frozenset({"sse4_1"}), "Haswell": frozenset({"avx2", "fma", "sse4_1"})}
+ISA_WITNESSED = [(f, t) for f, t in WITNESSED if any(w.isa_has or w.isa_lacks for w in _witnessed(f, t)[2])]
+
+
+@pytest.mark.skipif(not ISA_WITNESSED, reason="no witness has an ISA condition")
+def test_isa_dependent_witnesses_on_emulated_cpus():
+    """A witness with an ISA condition, on each emulated x86 CPU: the golden's value where its condition
+    holds, another value where it does not (the condition is why); whatever the host's own CPU is."""
+    from tests.test_isa import QEMU_X86, X86
+    from targets.remote import RemoteTarget
+    if not X86 or QEMU_X86 is None:
+        pytest.skip("needs an x86-64 host and qemu-x86_64 (bash scripts/setup-arm64.sh keeps QEMU 10 beside the ARM64 board)")
+    checked = []
+    for cpu, isa in EMULATED.items():
+        for target in sorted({t for _, t in ISA_WITNESSED}):
+            _target(target)
+            pairs = [(f, _witnessed(f, t)[1]) for f, t in ISA_WITNESSED if t == target]
+            r = RemoteTarget(target, f"qemu-x86:?cpu={cpu}&qemu={QEMU_X86}&merge=0")
+            try:
+                outs = r.run([c for _, c in pairs], Timing(0, 1))
+                assert frozenset(r.device_facts()[f"qemu-x86:{cpu}"]["isa"]) == isa
+            finally:
+                r.close()
+            for (finding, case), o in zip(pairs, outs):
+                assert o.status == "ok", f"{finding}:{target} on {cpu}: {o.status}: {o.reason}"
+                got = [np.asarray(g).ravel().tolist() for g in o.outputs]
+                want = [np.asarray(w).ravel().tolist() for w in golden(case)]
+                holds = target in next(x for x in findings() if x.id == finding).witnesses_on(isa)
+                assert (got == want) == holds, f"{finding}:{target} on {cpu}: witness condition {holds}, got {got}, golden {want}"
+                checked.append((finding, target, cpu, holds))
+    assert {h for *_, h in checked} == {True, False}   # each condition seen both ways
 
 
 def test_tflm_relu6_clamps_input_codes_without_requantizing():

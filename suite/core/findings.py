@@ -14,6 +14,32 @@ from suite.core.userfile import tomllib  # (tomli on Python 3.10)
 FILE = Path(__file__).parent / "findings.toml"
 
 
+def _isa_holds(has: tuple[str, ...], lacks: tuple[str, ...], isa: frozenset[str] | None) -> bool:
+    """A CPU with these ISA flags has every one of ``has`` and none of ``lacks`` (None: flags not
+    known, which meets only an empty condition)."""
+    if not (has or lacks):
+        return True
+    return isa is not None and isa.issuperset(has) and isa.isdisjoint(lacks)
+
+
+@dataclass(frozen=True)
+class Witness:
+    """A runtime that gives the golden's value on a finding's case, on the CPUs of its ISA condition
+    (a runtime's bits can depend on the ISA it dispatches on: ONNX Runtime's u8 x s8 sums without VNNI)."""
+    target: str
+    isa_has: tuple[str, ...] = ()
+    isa_lacks: tuple[str, ...] = ()
+
+    def holds_on(self, isa: frozenset[str] | None) -> bool:
+        return _isa_holds(self.isa_has, self.isa_lacks, isa)
+
+    @property
+    def condition(self) -> str:
+        """The ISA condition in words ("" where it has none)."""
+        return " and ".join(filter(None, [" ".join(self.isa_has) and "with " + ", ".join(self.isa_has),
+                                          " ".join(self.isa_lacks) and "without " + ", ".join(self.isa_lacks)]))
+
+
 @dataclass(frozen=True)
 class Finding:
     id: str
@@ -28,8 +54,9 @@ class Finding:
     #: (a generated case, a case file, a hunted case, a model's layer alike), never by ``variant``
     where: tuple[dict, ...] = ()
     #: runtimes that give the golden's value on ``case`` (a case file, from the checkout's root):
-    #: independent confirmation of the golden where the finding's target disagrees with it
-    witnesses: tuple[str, ...] = ()
+    #: independent confirmation of the golden where the finding's target disagrees with it; a
+    #: runtime listed more than once is a witness where any one of its ISA conditions holds
+    witnesses: tuple[Witness, ...] = ()
     case: str = ""
     #: the CPU the case ran on has every one of ``isa_has`` and none of ``isa_lacks`` (ISA flags,
     #: targets.device_runner.isa_flags); a finding with either matches no verdict whose ISA is unknown
@@ -50,9 +77,11 @@ class Finding:
     def holds_on(self, isa: frozenset[str] | None) -> bool:
         """Whether a CPU with these ISA flags meets the finding's ISA condition (None: flags not
         known, which meets only a finding without one)."""
-        if not (self.isa_has or self.isa_lacks):
-            return True
-        return isa is not None and isa.issuperset(self.isa_has) and isa.isdisjoint(self.isa_lacks)
+        return _isa_holds(self.isa_has, self.isa_lacks, isa)
+
+    def witnesses_on(self, isa: frozenset[str] | None) -> tuple[str, ...]:
+        """The witnesses that give the golden's value on a CPU with these ISA flags."""
+        return tuple(dict.fromkeys(w.target for w in self.witnesses if w.holds_on(isa)))
 
     def matches(self, op: str, target: str, variant: str, status: str = "fail", params: dict | None = None,
                 isa: frozenset[str] | None = None) -> bool:
@@ -79,6 +108,31 @@ def _holds(value, cond) -> bool:
     return value == cond
 
 
+def _list(v, i: int, key: str) -> list:
+    if not isinstance(v, list):
+        raise QconformError("must be a list", source=str(FILE), field=f"finding[{i}].{key}", rule=f"{key} = [...]")
+    return v
+
+
+def _flags(v, field: str) -> tuple[str, ...]:
+    if not (isinstance(v, list) and all(isinstance(x, str) and x for x in v)):
+        raise QconformError("must be a list of ISA flags", source=str(FILE), field=field,
+                            rule=f'{field.rsplit(".", 1)[-1]} = ["avx2", ...] (names of /proc/cpuinfo\'s flags)')
+    return tuple(v)
+
+
+def _witness(w, i: int, j: int) -> Witness:
+    """A witness: a target name, or a table ``{ target = "ort", isa_has = [...], isa_lacks = [...] }``."""
+    field = f"finding[{i}].witnesses[{j}]"
+    if isinstance(w, str) and w:
+        return Witness(w)
+    if isinstance(w, dict) and isinstance(w.get("target"), str) and w["target"] and set(w) <= {"target", "isa_has", "isa_lacks"}:
+        return Witness(w["target"], _flags(w.get("isa_has", []), field + ".isa_has"),
+                       _flags(w.get("isa_lacks", []), field + ".isa_lacks"))
+    raise QconformError("must be a target name or a table with target (and isa_has, isa_lacks)", source=str(FILE),
+                        field=field, rule='witnesses = ["ort", { target = "ort", isa_has = ["avx512_vnni"] }, ...]')
+
+
 def _tuple(v) -> tuple[str, ...]:
     return tuple(v) if isinstance(v, list) else (v,)
 
@@ -99,14 +153,12 @@ def findings() -> tuple[Finding, ...]:
         if not isinstance(where, list) or not all(isinstance(w, dict) and w for w in where):
             raise QconformError("must be a table of param conditions, or a list of them", source=str(FILE),
                                 field=f"finding[{i}].where", rule="where = {param = value | [lo, hi] | [a, b, ...]}")
-        wit = r.get("witnesses", [])
-        if not (isinstance(wit, list) and all(isinstance(w, str) and w for w in wit)) or (wit and not r.get("case")):
-            raise QconformError("must be a list of target names, with `case` naming the case file they ran",
-                                source=str(FILE), field=f"finding[{i}].witnesses", rule="witnesses = [\"ort\", ...]")
+        wit = [_witness(w, i, j) for j, w in enumerate(_list(r.get("witnesses", []), i, "witnesses"))]
+        if wit and not r.get("case"):
+            raise QconformError("witnesses need `case`, the case file they ran", source=str(FILE),
+                                field=f"finding[{i}].case", rule='case = "tests/data/witness/....json"')
         for key in ("isa_has", "isa_lacks"):
-            if not (isinstance(r.get(key, []), list) and all(isinstance(x, str) and x for x in r.get(key, []))):
-                raise QconformError("must be a list of ISA flags", source=str(FILE), field=f"finding[{i}].{key}",
-                                    rule=f'{key} = ["avx2", ...] (names of /proc/cpuinfo\'s flags)')
+            _flags(r.get(key, []), f"finding[{i}].{key}")
         if where and "variant" in r:   # one verdict per case: the region decides, wherever the case runs
             raise QconformError("a finding with a region (where) matches cases by it alone", source=str(FILE),
                                 field=f"finding[{i}].variant", rule="where or variant, not both")
