@@ -43,8 +43,9 @@ class Scheme:
     #: uint8 x int8 products summed in adjacent pairs, each pair sum saturated to int16 (x86
     #: vpmaddubsw, as MLAS's AVX2 QGEMM without VNNI does): CONV_2D, FULLY_CONNECTED, BATCH_MATMUL
     int16_pairs: bool = False
-    #: int16_pairs for FULLY_CONNECTED's int8 activations too, as the uint8 codes x + 128 (oneDNN's
-    #: s8s8 path on such CPUs: its 128 * sum(w) compensation is exact, the shifted pair sums saturate)
+    #: int16_pairs for int8 activations too, as the uint8 codes x + 128 (oneDNN's s8s8 path on such
+    #: CPUs: its 128 * sum(w) compensation is exact, the shifted pair sums saturate): FULLY_CONNECTED's
+    #: always, CONV_2D's when their zero point is 0 (OpenVINO subtracts any other one first: exact)
     pairs_s8_shift: bool = False
     aliases: tuple[str, ...] = ()
 
@@ -149,8 +150,8 @@ _add(Scheme("ort-avx2-u8s8",
             clamp_before_round=True, int16_pairs=True))
 _add(Scheme("openvino-u8s8-pairs",
             "OpenVINO's CPU plugin (oneDNN) on x86 without VNNI (AVX2 or SSE4.1): ort-avx2-u8s8, with the int8 "
-            "activations of FULLY_CONNECTED summed as the uint8 codes x + 128 (the zero point shifted alike), "
-            "so their pairs saturate too",
+            "activations of FULLY_CONNECTED, and of CONV_2D when their zero point is 0, summed as the uint8 "
+            "codes x + 128 (the zero point shifted alike), so their pairs saturate too",
             kind="float", multiplier_precision="float", float_round="half_even", float_dtype="float32",
             clamp_before_round=True, int16_pairs=True, pairs_s8_shift=True))
 _add(Scheme("onnx-ref",

@@ -171,13 +171,16 @@ def _u8s8_pairs(scheme, x_t, w_t) -> bool:
     return scheme.int16_pairs and x_t.dtype == "uint8" and w_t.dtype == "int8"
 
 
-def _pairs_shift(scheme, x_t, w_t) -> int | None:
+def _pairs_shift(scheme, x_t, w_t, op: str = "FULLY_CONNECTED") -> int | None:
     """The offset taking ``x_t``'s codes to the uint8 operand of :func:`pairs_int16` under ``scheme``
     (0: uint8 as they are; 128: int8 where the scheme shifts them, its zero point alike, so every
-    x - z_in is kept), or None: the products are summed exactly."""
+    x - z_in is kept), or None: the products are summed exactly. CONV_2D's int8 activations are
+    shifted only with zero point 0 (OpenVINO takes those as signed int8 for oneDNN; another zero
+    point is subtracted first and the sums are exact: Scheme.pairs_s8_shift)."""
     if _u8s8_pairs(scheme, x_t, w_t):
         return 0
-    if scheme.pairs_s8_shift and x_t.dtype == "int8" and w_t.dtype == "int8":
+    if (scheme.pairs_s8_shift and x_t.dtype == "int8" and w_t.dtype == "int8"
+            and (op != "CONV_2D" or zp(x_t) == 0)):
         return 128
     return None
 
@@ -515,10 +518,13 @@ def conv_2d(case, scheme):
     stride, dil, pads, (oh, ow) = _spatial(case, (h, wd), (kh, kw), n, o)
     x = np.asarray(x_t.data).reshape(x_t.shape)
     w = np.asarray(w_t.data).reshape(w_t.shape)
-    pairs = _u8s8_pairs(scheme, x_t, w_t)
-    acc = conv_acc(x, zp(x_t), w, stride, dil, pads, (oh, ow), groups, pairs)
+    shift = _pairs_shift(scheme, x_t, w_t, "CONV_2D")
+    pairs = shift is not None
+    if shift:   # int8 codes as the uint8 x + 128, the zero point (and so the padding) alike
+        x = x.astype(np.int16) + shift
+    acc = conv_acc(x, zp(x_t) + (shift or 0), w, stride, dil, pads, (oh, ow), groups, pairs)
     bias = _bias(case, 2, o)
-    bound = _acc_bound(kh * kw * cw, x, zp(x_t), w, bias)
+    bound = _acc_bound(kh * kw * cw, x, zp(x_t) + (shift or 0), w, bias)
     if pairs:   # (saturated pair sums, each >= -32768: bounded as the products are)
         bound = int(np.abs(acc).max(initial=0)) + int(np.abs(bias).max(initial=0))
     return [_finish(case, scheme, acc, bias, bound, scale(x_t), w_t, scale(case.outputs[0]), o)]
