@@ -146,6 +146,7 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
 
     exact = _golden_or_none(golden, "exact")
     counts = dict.fromkeys(CAUSES, 0)
+    ties = [0, 0, 0]   # mismatching ties the target broke up, down, toward the zero point
     sizes = [m.size for m in mism]
     worst = int(np.abs(np.concatenate([np.ravel(e) for e in errors])).argmax())
     wk = int(np.searchsorted(np.cumsum(sizes), worst, side="right"))   # its output, and its index there
@@ -160,6 +161,13 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
             fl = np.floor(x)
             tie = left & (np.abs(x - fl - 0.5) <= TIE_EPS) & ((g == fl) | (g == fl + 1))
             counts["tie"] += int(tie.sum())
+            if tie.any():
+                wi = np.asarray(w, dtype=np.int64).reshape(g.shape)
+                ties[0] += int((tie & (g > wi)).sum())
+                ties[1] += int((tie & (g < wi)).sum())
+                if s.zero_point and len(s.zero_point) == 1:
+                    z = int(s.zero_point[0])
+                    ties[2] += int((tie & (np.abs(g - z) < np.abs(wi - z))).sum())
             left &= ~tie
             worst_cause = "tie" if k == wk and tie.flat[wj] else worst_cause
         sch = left & explained[k]
@@ -189,6 +197,8 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
         counts["unexplained"] += int(left.sum())
         worst_cause = "unexplained" if k == wk and left.flat[wj] else worst_cause
     out["causes"] = {k: v for k, v in counts.items() if v}
+    if exact is not None:   # (without the exact values no tie is known: no counts rather than zeros)
+        out.update(tie_up=ties[0], tie_down=ties[1], tie_toward_zp=ties[2])
     if cause_schemes:
         out["cause_schemes"] = cause_schemes
     out["err_hist"] = error_histogram(errors)
@@ -317,6 +327,9 @@ class BiasTally:
 
     def __init__(self):
         self.parts: dict[str, list] = {}   # dtype -> [sum_err, elements, pos, neg]
+        #: dtype -> [ties broken up, down, toward the zero point, rows that had mismatches but no
+        #: tie counts] over the mismatching elements (reports.causes.analyse): the bias's mechanism
+        self.ties: dict[str, list] = {}
         self.isas: set = set()             # the rows' ISA flags (their CPU's; None: not recorded)
 
     @property
@@ -335,7 +348,22 @@ class BiasTally:
         p[1] += int(row["elements"])
         p[2] += int(row["pos_err"])
         p[3] += int(row.get("neg_err") or 0)
+        t = self.ties.setdefault(str(row.get("out_dtype")), [0, 0, 0, 0])
+        if row.get("tie_up") is not None:
+            t[0] += int(row["tie_up"])
+            t[1] += int(row.get("tie_down") or 0)
+            t[2] += int(row.get("tie_toward_zp") or 0)
+        elif int(row["pos_err"]) or int(row.get("neg_err") or 0):
+            t[3] += 1
         return True
+
+    def mechanism(self, dtype: str, sign: str) -> str | None:
+        """What moved the elements of ``dtype`` to the ``sign`` side (:func:`bias_mechanism`), or None
+        when a row with mismatches has no tie counts (judged before rows had them)."""
+        p, t = self.parts.get(dtype), self.ties.get(dtype)
+        if p is None or t is None or t[3]:
+            return None
+        return bias_mechanism(sign, p[2], p[3], t[0], t[1], t[2])
 
     def totals(self) -> tuple[float, int, int, int]:
         """(sum of errors, elements, above, below), every dtype together."""
@@ -348,6 +376,33 @@ class BiasTally:
         if not n:
             return {"bias_lsb": None, "bias_p": None}
         return {"bias_lsb": float(f"{s / n:.4g}"), "bias_p": float(f"{sign_test_p(pos, neg):.3g}")}
+
+
+def bias_mechanism(sign: str, pos: int, neg: int, up: int, down: int, toward_zp: int) -> str:
+    """The rounding rule a bias of ``sign`` comes from, when one fits, with its counts: the mismatching
+    elements (``pos`` above, ``neg`` below the golden) and among them the exact ties (exact value on
+    k.5) broken ``up``, ``down`` and ``toward_zp`` (toward the zero point: real zero).
+
+    Against the spec's half away from zero a tie can only move toward zero, so: ties only up is
+    "toward +inf" (round half up: every negative tie +1), only down "toward -inf", both ways and all
+    toward the zero point "toward zero" (round half to even also breaks ties only toward zero, at
+    half of them: the counts cannot tell the two apart). It fits when those ties are at least half
+    of the elements on the bias's side (of all mismatching ones, for toward zero); otherwise the
+    text says how few of the mismatches are ties: the bias is not a tie-breaking rule (e.g. a float
+    requantization whose near-ties round one way)."""
+    ties, side = up + down, pos if sign == "+" else neg
+    counts = f"{up} up, {down} down, {toward_zp} toward zero"
+    rule = None
+    if ties and not down and sign == "+" and 2 * up >= side:
+        rule = "ties broken toward +inf"
+    elif ties and not up and sign == "-" and 2 * down >= side:
+        rule = "ties broken toward -inf"
+    elif ties and toward_zp == ties and up and down and 2 * ties >= pos + neg:
+        rule = "ties broken toward zero"
+    if rule:
+        return f"mechanism: {rule} ({counts}, of {pos + neg} mismatching elements)"
+    return (f"mechanism: not a tie-breaking rule ({ties} of the {pos + neg} mismatching elements are exact "
+            f"ties: {counts})")
 
 
 def judge_group(op: str, target: str, bias: BiasTally, schemes: SchemeTally, policy=None,
@@ -371,6 +426,8 @@ def judge_group(op: str, target: str, bias: BiasTally, schemes: SchemeTally, pol
         if why is not None:
             sign = "+" if s > 0 else "-"
             signs += sign if sign not in signs else ""
+            mech = bias.mechanism(dtype, sign)
+            why += f"; {mech}" if mech else ""
             f = match(op, target, "*", f"bias{sign}", isa=bias.isa)
             out.append({"kind": "bias", "dtype": dtype, "text": f"{dtype} outputs biased {sign}: {why}",
                         "finding": f.id if f else None})

@@ -64,8 +64,9 @@ TIE_SCHEME_RULE = (f"certification refuses an op whose best scheme is not the de
                    f"{SCHEME_GAP_MIN} elements (the run's declared-scheme rule)")
 SHRINK_RULE = ("certification refuses an op whose mismatching elements point at the output zero point (|got - zp| "
                "< |want - zp|) more often than away from it with a sign test p below the tolerance rule's "
-               "bias_alpha, over at least its bias_min_mismatches (default policy: p < 1e-6, >= 20): a kernel "
-               "rounding ties toward zero is unbiased above / below the golden but shrinks every tie")
+               "bias_alpha, over at least its bias_min_mismatches, by a net (toward - away) / elements above its "
+               "max_mean_err_lsb (default policy: p < 1e-6, >= 20, > 0.003 LSB): a kernel rounding ties toward "
+               "zero is unbiased above / below the golden but shrinks every tie")
 VERDICTS = ("bit-exact", "conformant within tolerance", "non-conformant", "unsupported")
 CERT_MD = "certificate.md"
 CERT_JSON = "certificate.json"
@@ -141,21 +142,19 @@ class _Entry:
 
     def bias_fields(self) -> dict:
         s, n, pos, neg = self.bias.totals()
+        ties = [sum(t[i] for t in self.bias.ties.values()) for i in range(4)]
         return {"mean_lsb": float(f"{s / n:.4g}") if n else None, "above": pos, "below": neg, "elements": n,
-                "p": float(f"{sign_test_p(pos, neg):.3g}") if n else None}
+                "p": float(f"{sign_test_p(pos, neg):.3g}") if n else None,
+                # the mismatching exact ties by the way they were broken (None: rows without the counts)
+                "ties": None if ties[3] else {"up": ties[0], "down": ties[1], "toward_zero": ties[2]}}
 
     def shrink_failure(self, tol) -> str | None:
         """Why the op's errors point at the zero point too often (:data:`SHRINK_RULE`), or None:
-        the sign test of the tolerance rule's bias bound, on toward / away instead of above / below."""
-        rule = tol.rule if tol is not None else None
-        toward, away = self.shrink
-        if rule is None or rule.bias_alpha is None or toward + away < max(rule.bias_min_mismatches, 1):
+        the tolerance rule's bias bound on toward / away (suite/core/tolerance.py)."""
+        if tol is None:
             return None
-        p = sign_test_p(toward, away)
-        if not (p < rule.bias_alpha and toward > away):
-            return None
-        return (f"outputs shrink toward the zero point: {toward} mismatching elements toward it, {away} away, "
-                f"sign test p {p:.3g} < {rule.bias_alpha:g} (tolerance rule {rule.index}; certification rule)")
+        _, n, _, _ = self.bias.totals()
+        return tol.shrink_failure(self.shrink[0], self.shrink[1], n)
 
     def tie_scheme_failure(self, declared: str | None, run_scheme: str | None) -> tuple[str | None, str | None]:
         """(best scheme, why the op is refused by TIE_SCHEME_RULE or None)."""

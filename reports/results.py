@@ -109,6 +109,7 @@ def scan(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
 #: fields every row has, and the numeric ones (a number or null, finite, within int64 if whole)
 REQUIRED = ("case_id", "target", "status")
 NUMERIC = ("index", "elements", "mismatches", "max_abs_lsb", "mean_err_lsb", "sum_err_lsb", "pos_err", "neg_err",
+           "tie_up", "tie_down", "tie_toward_zp", "toward_zp_err",
            "p50_us", "p90_us", "min_us", "spread_us", "latency_n", "seconds")
 _STATUSES = frozenset(s.value for s in Status)
 

@@ -97,14 +97,85 @@ def _tallies(pos: int, neg: int, elements: int = 10000, dtype: str = "int8", exa
 def test_default_policy_judges_bias(monkeypatch):
     monkeypatch.setattr(causes, "match", lambda *a, **kw: None)
     pol = load_policy()
-    cols, fails = judge_group("ADD", "k", *_tallies(21, 0), pol)
+    cols, fails = judge_group("ADD", "k", *_tallies(21, 0, 1000), pol)
     assert cols["bias"] == "+" and [f["kind"] for f in fails] == ["bias"]
     assert "21 above, 0 below" in cols["group_failure"] and "(tolerance rule 0)" in cols["group_failure"]
-    assert judge_group("ADD", "k", *_tallies(20, 0), pol)[0]["bias"] == ""            # p 1.9e-6
-    assert judge_group("ADD", "k", *_tallies(60, 100), pol)[0]["group_failure"] is None  # p 0.002
+    assert "|mean| > 0.003 LSB" in cols["group_failure"]
+    assert judge_group("ADD", "k", *_tallies(20, 0, 1000), pol)[0]["bias"] == ""            # p 1.9e-6
+    assert judge_group("ADD", "k", *_tallies(60, 100, 1000), pol)[0]["group_failure"] is None  # p 0.002
     assert judge_group("ADD", "k", *_tallies(0, 300), pol)[0]["bias"] == "-"
     assert judge_group("RESHAPE", "k", *_tallies(0, 300), pol)[0]["bias"] == ""       # exact ops: no bias rule
     assert judge_group("ADD", "k", *_tallies(0, 300), None)[0]["bias"] == ""          # no policy, no verdict
+
+
+@pytest.mark.parametrize("pos, neg, elements, biased", [
+    # QNN HTP's ADD on efficientnet_lite0's 9 residual ADDs (one random input, 2026-12-05): -0.0015 LSB, p 1.6e-18
+    (474, 785, 210112, False),
+    (0, 62, 20000, True),         # -0.0031 LSB: just beyond the bound
+    (0, 60, 20000, False),        # -0.003 LSB, p 1.7e-18: not beyond it
+    (89, 0, 19850, True),         # QUANTIZE, half-up final shift, default run: +0.0045
+    (144, 0, 24948, True),        # MUL, every tie up, default run: +0.0058
+    (0, 300, 10000, True),
+])
+def test_a_bias_needs_significance_and_a_size_that_matters(monkeypatch, pos, neg, elements, biased):
+    monkeypatch.setattr(causes, "match", lambda *a, **kw: None)
+    cols, fails = judge_group("ADD", "htp", *_tallies(pos, neg, elements), load_policy())
+    assert sign_test_p(pos, neg) < 1e-6
+    assert bool(cols["bias"]) is biased and bool(cols["group_failure"]) is biased, cols
+
+
+def _with_ties(pos, neg, up, down, toward, elements=1000, counted=True):
+    b, s = BiasTally(), SchemeTally()
+    row = {"status": "fail", "elements": elements, "sum_err_lsb": pos - neg, "pos_err": pos, "neg_err": neg,
+           "out_dtype": "int8", "scheme_exact": {"tflite-ref-double": elements - pos - neg}}
+    if counted:
+        row.update(tie_up=up, tie_down=down, tie_toward_zp=toward)
+    b.add(row)
+    s.add(row)
+    return b, s
+
+
+@pytest.mark.parametrize("pos, neg, ties, words", [
+    # a kernel rounding half up (ADD, default run): every negative tie +1, each also toward zero
+    (313, 0, (313, 0, 313), "mechanism: ties broken toward +inf (313 up, 0 down, 313 toward zero, of 313 "
+                            "mismatching elements)"),
+    (5, 90, (0, 80, 80), "mechanism: ties broken toward -inf (0 up, 80 down, 80 toward zero, of 95"),
+    # rounding half toward zero (ADD, default run): both ways, all toward the zero point
+    (313, 558, (313, 558, 871), "mechanism: ties broken toward zero (313 up, 558 down, 871 toward zero, of 871"),
+    # QNN HTP's float requantization on efficientnet_lite0's ADDs (over fewer elements): near-ties, no exact tie
+    (474, 785, (0, 0, 0), "mechanism: not a tie-breaking rule (0 of the 1259 mismatching elements are exact "
+                          "ties: 0 up, 0 down, 0 toward zero)"),
+    (10, 300, (0, 100, 100), "mechanism: not a tie-breaking rule (100 of the 310"),   # ties a third of the side
+    (300, 100, (200, 100, 150), "mechanism: not a tie-breaking rule"),               # ties both ways, not all toward
+])
+def test_a_bias_names_the_tie_breaking_that_makes_it(monkeypatch, pos, neg, ties, words):
+    monkeypatch.setattr(causes, "match", lambda *a, **kw: None)
+    cols, fails = judge_group("ADD", "k", *_with_ties(pos, neg, *ties, elements=10000), load_policy())
+    assert len(fails) == 1 and words in fails[0]["text"] and words in cols["group_failure"], cols["group_failure"]
+
+
+def test_no_mechanism_without_every_row_s_tie_counts(monkeypatch):
+    monkeypatch.setattr(causes, "match", lambda *a, **kw: None)
+    b, s = _with_ties(300, 0, 0, 0, 0, counted=False)     # a row judged before rows had tie counts
+    cols, _ = judge_group("ADD", "k", b, s, load_policy())
+    assert cols["bias"] == "+" and "mechanism" not in cols["group_failure"]
+    b.add({"status": "pass", "elements": 10, "sum_err_lsb": 0, "pos_err": 0, "neg_err": 0, "out_dtype": "int8"})
+    assert b.mechanism("int8", "+") is None                # (an exact row needs none; the other still lacks them)
+
+
+def test_analyse_counts_the_ties_each_way():
+    """reports.causes.analyse on a case whose ties a kernel broke up (HalfUp): each mismatching tie is up and
+    toward the zero point; toward zero: up at negative ties, down at positive ones, all toward the zero point."""
+    from reference.schemes import get_scheme  # noqa: F401  (the golden's schemes are what analyse compares)
+    from tests import tie_kernels
+    c = next(c for c in generate(["ADD"]) if sum(tie_kernels.tie_split(c)) >= 4)
+    want = golden(c)
+    pos_ties, neg_ties = tie_kernels.tie_split(c)
+    for kernel, up, down in ((tie_kernels.HalfUp(), neg_ties, 0), (tie_kernels.TowardZero(), neg_ties, pos_ties)):
+        got = kernel.run_one(c, None).outputs
+        errors = [np.asarray(g, np.int64) - np.asarray(w, np.int64) for g, w in zip(got, want)]
+        out = causes.analyse(c, errors, want, lambda name: golden(c, name), "tflite-ref-double")
+        assert (out["tie_up"], out["tie_down"], out["tie_toward_zp"]) == (up, down, up + down), c.id
 
 
 def test_a_bias_finding_explains_its_own_sign_only(monkeypatch):
@@ -158,6 +229,9 @@ def test_half_up_kernel_is_named_and_fails_the_run_on_its_bias(run):
     assert hu["cause_unexplained"] == "0" and int(hu["cause_tie"]) > 0
     assert hu["bias"] == "+" and float(hu["bias_lsb"]) > 0 and float(hu["bias_p"]) < 1e-6
     assert "int8 outputs biased +" in hu["group_failure"] and not hu["scheme_mismatch"]
+    # its mechanism, counted: every mismatching element a negative tie broken up
+    assert "mechanism: ties broken toward +inf (313 up, 0 down, 313 toward zero, of 313 mismatching elements)" \
+        in hu["group_failure"]
     assert s[("ADD", "golden")]["bias"] == "" and not s[("ADD", "golden")]["group_failure"]
     claims = s[("ADD", "half-up-claims-ref")]
     assert claims["expected_scheme"] == "tflite-ref-double" and claims["scheme_mismatch"] == "arm-half-up-double"
@@ -169,7 +243,8 @@ def test_half_up_kernel_is_named_and_fails_the_run_on_its_bias(run):
     cert = {(o["target"], o["spec"]): o for o in json.loads((rd / "certificate.json").read_text())["ops"]
             if o["op"] == "ADD"}
     assert cert[("half-up", "litert-int8")]["verdict"] == "non-conformant"
-    assert any("biased +" in w for w in cert[("half-up", "litert-int8")]["op_failures"])
+    assert any("biased +" in w and "toward +inf" in w for w in cert[("half-up", "litert-int8")]["op_failures"])
+    assert cert[("half-up", "litert-int8")]["bias"]["ties"] == {"up": 313, "down": 0, "toward_zero": 313}
     assert any("declares expected_scheme" in w for w in cert[("half-up-claims-ref", "litert-int8")]["op_failures"])
     assert cert[("golden", "litert-int8")]["verdict"] == "bit-exact"
 

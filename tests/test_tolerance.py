@@ -72,4 +72,14 @@ def test_bias_bounds(tmp_path):
     assert sub.bias_failure(30, 1000, 30, 0) is not None and sub.bias_failure(10, 1000, 30, 20) is None
     assert relu.bias_failure(500, 1000, 500, 0) is None                   # a rule without bias keys judges none
     d = load_policy().lookup("CONV_2D", "htp", "int8")
-    assert (d.rule.bias_alpha, d.rule.bias_min_mismatches, d.rule.max_mean_err_lsb) == (1e-6, 20, 0.0)
+    assert (d.rule.bias_alpha, d.rule.bias_min_mismatches, d.rule.max_mean_err_lsb) == (1e-6, 20, 0.003)
+    assert load_policy().lookup("ADD", "htp", "int16").rule.max_mean_err_lsb == 0.003
+
+
+def test_the_shrink_toward_the_zero_point_takes_the_same_bound():
+    """The certificate's toward-the-zero-point rule: the sign test, the mismatches and the size of the bias rule."""
+    tol = load_policy().lookup("ADD", "x", "int8")
+    assert "net 0.03 LSB > 0.003" in tol.shrink_failure(30, 0, 1000)
+    assert tol.shrink_failure(30, 0, 20000) is None                        # p 1.9e-9, but 0.0015 LSB: too small
+    assert tol.shrink_failure(16, 14, 1000) is None and tol.shrink_failure(19, 0, 1000) is None
+    assert load_policy().lookup("RESHAPE", "x", "int8").shrink_failure(300, 0, 1000) is None   # no bias keys

@@ -13,7 +13,11 @@ known finding or a waiver left out): ``max_mean_err_lsb`` bounds |sum of errors 
 elements (above vs below the golden: :func:`sign_test_p`) gives p < ``bias_alpha``; and
 ``bias_min_mismatches`` asks at least that many mismatching elements before either judges.
 ``bias_alpha`` without ``max_mean_err_lsb`` bounds the mean at 0: any mean error whose sign is
-significant fails. A rule with neither key judges no bias.
+significant fails. A rule with neither key judges no bias. With both, a bias needs both a size
+that matters and significance (the default policy: |mean| > 0.003 LSB and p < 1e-6, over >= 20
+mismatching elements; suite/core/tolerances.toml says why): every place that judges a bias, the
+run's test_group, the report, ``qconform merge`` and the certificate (whose toward-the-zero-point
+rule takes the same three keys: :meth:`Tolerance.shrink_failure`), asks this module.
 """
 
 from __future__ import annotations
@@ -107,6 +111,23 @@ class Tolerance:
         if bound:
             why += f", |mean| > {bound:g} LSB"
         return why + f" (tolerance rule {r.index})"
+
+    def shrink_failure(self, toward: int, away: int, elements: int) -> str | None:
+        """Why mismatching elements that point at the output zero point (``toward``: |got - zp| <
+        |want - zp|) more than away from it break the rule's bias bound, or None: the bound of
+        :meth:`bias_failure` on toward / away instead of above / below, its mean the net shrink
+        (toward - away) / ``elements`` LSB (each mismatch counted as 1 LSB). A kernel rounding ties
+        toward zero is unbiased above / below the golden but shrinks every tie."""
+        r = self.rule
+        if r is None or r.bias_alpha is None or toward + away < max(r.bias_min_mismatches, 1) or not elements:
+            return None
+        mean, bound = (toward - away) / elements, r.max_mean_err_lsb or 0.0
+        p = sign_test_p(toward, away)
+        if not (p < r.bias_alpha and toward > away and mean > bound):
+            return None
+        return (f"outputs shrink toward the zero point: {toward} mismatching elements toward it, {away} away, "
+                f"over {elements} elements (net {mean:.3g} LSB" + (f" > {bound:g}" if bound else "") +
+                f"), sign test p {p:.3g} < {r.bias_alpha:g} (tolerance rule {r.index}; certification rule)")
 
 
 @dataclass
