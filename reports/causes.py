@@ -427,7 +427,7 @@ def judge_group(op: str, target: str, bias: BiasTally, schemes: SchemeTally, pol
             sign = "+" if s > 0 else "-"
             signs += sign if sign not in signs else ""
             mech = bias.mechanism(dtype, sign)
-            why += f"; {mech}" if mech else ""
+            why += f", {mech}" if mech else ""   # (not "; ": it separates a group's verdicts)
             f = match(op, target, "*", f"bias{sign}", isa=bias.isa)
             out.append({"kind": "bias", "dtype": dtype, "text": f"{dtype} outputs biased {sign}: {why}",
                         "finding": f.id if f else None})
