@@ -386,23 +386,26 @@ def bias_mechanism(sign: str, pos: int, neg: int, up: int, down: int, toward_zp:
     Against the spec's half away from zero a tie can only move toward zero, so: ties only up is
     "toward +inf" (round half up: every negative tie +1), only down "toward -inf", both ways and all
     toward the zero point "toward zero" (round half to even also breaks ties only toward zero, at
-    half of them: the counts cannot tell the two apart). It fits when those ties are at least half
-    of the elements on the bias's side (of all mismatching ones, for toward zero); otherwise the
-    text says how few of the mismatches are ties: the bias is not a tie-breaking rule (e.g. a float
+    half of them: the counts cannot tell the two apart). When those ties are fewer than half of the
+    elements on the bias's side (of all mismatching ones, for toward zero) the text says how many of
+    them are (the rest: ties of an intermediate rounding step, as a half-up final shift after
+    SaturatingRoundingDoublingHighMul makes, or other arithmetic); with no exact tie, or ties broken
+    both ways and not all toward zero, it says the bias is no tie-breaking rule (e.g. a float
     requantization whose near-ties round one way)."""
-    ties, side = up + down, pos if sign == "+" else neg
+    ties, n = up + down, pos + neg
     counts = f"{up} up, {down} down, {toward_zp} toward zero"
-    rule = None
-    if ties and not down and sign == "+" and 2 * up >= side:
-        rule = "ties broken toward +inf"
-    elif ties and not up and sign == "-" and 2 * down >= side:
-        rule = "ties broken toward -inf"
-    elif ties and toward_zp == ties and up and down and 2 * ties >= pos + neg:
-        rule = "ties broken toward zero"
-    if rule:
-        return f"mechanism: {rule} ({counts}, of {pos + neg} mismatching elements)"
-    return (f"mechanism: not a tie-breaking rule ({ties} of the {pos + neg} mismatching elements are exact "
-            f"ties: {counts})")
+    if ties and not down and sign == "+":
+        rule, side, where = "ties broken toward +inf", pos, " above the golden"
+    elif ties and not up and sign == "-":
+        rule, side, where = "ties broken toward -inf", neg, " below the golden"
+    elif ties and toward_zp == ties and up and down:
+        rule, side, where = "ties broken toward zero", n, ""
+    else:
+        return f"mechanism: not a tie-breaking rule ({ties} of the {n} mismatching elements are exact ties: {counts})"
+    if 2 * ties >= side:
+        return f"mechanism: {rule} ({counts}, of {n} mismatching elements)"
+    return (f"mechanism: {rule} at every exact tie ({counts}), {ties} of the {side} mismatching elements{where}: "
+            f"the others are no exact tie (an intermediate rounding step's, or other arithmetic)")
 
 
 def judge_group(op: str, target: str, bias: BiasTally, schemes: SchemeTally, policy=None,
