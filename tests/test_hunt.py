@@ -261,7 +261,7 @@ def _run(target: str, path):
     if not ok:
         pytest.skip(f"{target}: {why}")
     case = load_case(path)
-    ex = executor_for(t, "process", 30.0)
+    ex = executor_for(t, "process", 120.0)   # (a time limit for a loaded machine, not a measurement)
     try:
         return case, ex.run([case], Timing(0, 1))[0]
     finally:
