@@ -118,6 +118,35 @@ def _softmax(y, vals, st):
     return (e / e.sum(axis=ax, keepdims=True, dtype=np.float32)).astype(np.float32)
 
 
+def _avg_pool(y, vals, st):
+    """NHWC average pool with ONNX pads [top, left, bottom, right]; count_include_pad 0 divides by
+    the in-bounds taps, 1 by the whole window (ONNX AveragePool)."""
+    kh, kw = st["kernel"]
+    sh, sw = st["strides"]
+    t, left, b, r = st.get("pads", (0, 0, 0, 0))
+    yp = np.pad(y, ((0, 0), (t, b), (left, r), (0, 0)))
+    ones = np.pad(np.ones((1,) + y.shape[1:3] + (1,), np.float32), ((0, 0), (t, b), (left, r), (0, 0)))
+    if st.get("count_include_pad", 0):
+        ones = np.ones_like(ones)
+    oh, ow = (yp.shape[1] - kh) // sh + 1, (yp.shape[2] - kw) // sw + 1
+    acc = np.zeros((y.shape[0], oh, ow, y.shape[3]), np.float32)
+    cnt = np.zeros((1, oh, ow, 1), np.float32)
+    for i in range(kh):
+        for j in range(kw):
+            acc = acc + yp[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw, :]
+            cnt = cnt + ones[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw, :]
+    return (acc / cnt).astype(np.float32)
+
+
+def _nary(fn):
+    def step(y, vals, st):
+        out = vals[st["inputs"][0]]
+        for i in st["inputs"][1:]:
+            out = fn(out, vals[i])
+        return out.astype(np.float32)
+    return step
+
+
 _STEPS = {
     "HardSigmoid": _hard_sigmoid,
     "Div": lambda y, vals, st: (y / (_const(st) if "value" in st else vals[st["input"]])).astype(np.float32),
@@ -128,5 +157,16 @@ _STEPS = {
     "Sigmoid": lambda y, vals, st: (np.float32(1) / (np.float32(1) + np.exp(-y, dtype=np.float32))).astype(np.float32),
     "MaxPool": _max_pool,
     "Softmax": _softmax,
+    "GlobalAveragePool": lambda y, vals, st: np.mean(y, axis=(1, 2), keepdims=True, dtype=np.float32),
+    "AveragePool": _avg_pool,
+    "LeakyRelu": lambda y, vals, st: np.where(y >= 0, y, np.float32(st.get("alpha", 0.01)) * y).astype(np.float32),
+    "Concat": lambda y, vals, st: np.concatenate([vals[i] for i in st["inputs"]], axis=st["axis"]),
+    "Max": _nary(np.maximum),
+    "Min": _nary(np.minimum),
+    "Reshape": lambda y, vals, st: y.reshape(st["shape"]),
+    "Flatten": lambda y, vals, st: y.reshape(st["shape"]),
+    "Squeeze": lambda y, vals, st: y.reshape(st["shape"]),
+    "Unsqueeze": lambda y, vals, st: y.reshape(st["shape"]),
+    "Transpose": lambda y, vals, st: np.transpose(y, st["perm"]),
 }
 FLOAT_OPS = tuple(_STEPS)

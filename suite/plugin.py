@@ -48,6 +48,7 @@ from suite.harness.run import Run
 from suite.harness.session import set_up
 from suite.harness.shard import parse_shard, shard_info
 from suite.models.harvest import harvest_model, model_feeds
+from suite.models.onnx import parse_input_shapes
 from suite.models.verdicts import model_lines, write_model_reports
 from targets.device_runner import isa_flags
 from targets.remote import plan_workers
@@ -125,10 +126,12 @@ def pytest_addoption(parser):
     g.addoption("--case-timeout", type=float, default=60.0, metavar="SECONDS",   # (--timeout: pytest-timeout's)
                 help="per-case time limit of an isolated target (default 60; scaled for batches)")
     g.addoption("--model", default=None, metavar="MODEL",
-                help="an int8 .tflite or QDQ .onnx model: its layers as cases on each target, the whole model on "
+                help="an int8 .tflite or quantized (QDQ or QOperator) .onnx model: its layers as cases on each target, the whole model on "
                      "each target that can run it, layers.csv and models.csv (see docs/models.md)")
     g.addoption("--model-inputs", default=None, metavar="NPZ",
                 help="the --model's inputs (keys: its input names; default: seeded data over their real range)")
+    g.addoption("--model-input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                help="the shape of a --model .onnx input with symbolic dimensions, e.g. input=1,3,224,224 (repeatable)")
     g.addoption("--hunt", type=float, default=None, metavar="SECONDS",
                 help="after the cases, hunt each (op, target) for SECONDS (qconform hunt, docs/hunt.md): "
                      "test <OP>:<target>::test_hunt fails with the new distinct failures; cases in <run>/hunt/")
@@ -713,7 +716,7 @@ def _pair(item) -> tuple[Case, str] | None:
 def _harvest(o):
     """--model: the model's graph, its feeds and its layers as cases, under the run's options."""
     def harvest(opts):
-        graph = harvest_model(o.model, o.model_inputs, o.seed, opts.scheme)
+        graph = harvest_model(o.model, o.model_inputs, o.seed, opts.scheme, parse_input_shapes(o.model_input_shape))
         return graph, model_feeds(graph, o.model_inputs, o.seed), graph.cases()
     return harvest
 

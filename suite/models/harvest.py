@@ -1,6 +1,6 @@
 """Harvest: a model file -> a Graph whose case layers carry the data of one inference.
 
-``harvest_model(path)`` reads a .tflite or QDQ .onnx model (suite/models/tflite.py, onnx.py),
+``harvest_model(path)`` reads a .tflite or quantized .onnx model (QDQ or QOperator) (suite/models/tflite.py, onnx.py),
 makes the graph inputs (given ones, e.g. the first sample of a calibration .npz, else seeded data
 over the input's real range), runs the graph golden (reference/graph.py) on them, and puts each
 layer's input tensors into its case. ``write_cases`` writes one case file per layer (with a
@@ -28,14 +28,19 @@ from . import tflite as tflite_harvest
 COVERAGE = "coverage.md"   # (not *.json: --case-file DIR reads every *.json)
 
 
-def harvest_model(path: str | Path, inputs: str | Path | None = None, seed: int = 0, scheme=None) -> Graph:
+def harvest_model(path: str | Path, inputs: str | Path | None = None, seed: int = 0, scheme=None,
+                  input_shapes: dict[str, tuple[int, ...]] | None = None) -> Graph:
+    """``input_shapes`` (``--model-input-shape``): sizes of an .onnx model's symbolic input dimensions."""
     path = str(path)
     if not Path(path).is_file():
         raise QconformError("no such model file", source=path, field="--model")
     if path.endswith(".tflite"):
+        if input_shapes:
+            raise QconformError("--model-input-shape sets an .onnx model's symbolic input dimensions; a .tflite "
+                                "model's inputs have static shapes", source=path, field="--model-input-shape")
         graph = tflite_harvest.harvest(path)
     elif path.endswith(".onnx"):
-        graph = onnx_harvest.harvest(path)
+        graph = onnx_harvest.harvest(path, input_shapes)
     else:
         raise QconformError("is neither a .tflite nor an .onnx model", source=path, field="--model",
                             rule="model files end in .tflite or .onnx")
