@@ -17,7 +17,7 @@ from suite.core.errors import QconformError
 from suite.core.graph import CASE, FLOAT
 from suite.models.harvest import harvest_model, model_feeds
 from suite.models.onnx import parse_input_shapes
-from suite.models.runner import run_model
+from suite.models.runner import can_run, run_model
 from suite.models.verdicts import model_feeds as to_model_feeds
 from suite.models.verdicts import to_graph_layout
 from tests import model_zoo
@@ -121,6 +121,9 @@ def test_qoperator_model_from_ort_quantizer_is_layers_of_spec_ops_and_ort_is_the
     assert by_node["QLinearMatMul"].case.op == "FULLY_CONNECTED" and by_node["QLinearConv"].case.op == "CONV_2D"
     own = _own_errors(g)
     assert len(own) == 17 and not {k: v for k, v in own.items() if v}, own
+    # the QNN EP takes the QDQ form only: htp is judged by its cases, not a whole-model error
+    assert g.form == "qoperator" and "QOperator form" in can_run("onnx", "htp", g.form)
+    assert can_run("onnx", "ort", g.form) is None and can_run("onnx", "htp", "qdq") is None
 
 
 def test_qdq_concat_leaky_relu_max_min_split_from_ort_quantizer(tiny):
@@ -128,6 +131,7 @@ def test_qdq_concat_leaky_relu_max_min_split_from_ort_quantizer(tiny):
     and Min whose inputs ORT's quantizer gave different scales are float layers (CONCATENATION,
     MAXIMUM and MINIMUM hold one scale)."""
     g = harvest_model(tiny["QDQ"], scheme=SCHEME)
+    assert g.form == "qdq"
     cov = g.coverage()
     assert not g.not_covered, g.not_covered
     assert cov["cases_by_op"]["LEAKY_RELU"] == 1 and cov["cases_by_op"]["SLICE"] == 2

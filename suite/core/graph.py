@@ -58,6 +58,7 @@ class Graph:
     model_inputs: dict[str, str] = field(default_factory=dict)   # graph input -> the model's feed name
     not_covered: dict[str, list[str]] = field(default_factory=dict)   # model op -> [node: why]
     path: str = ""
+    form: str = ""                  # onnx: "qdq", or "qoperator" (QLinear* / integer ops in place of Q/DQ pairs)
 
     def layer_of(self, tensor: str) -> Layer | None:
         return next((ly for ly in self.layers if tensor in ly.outputs), None)

@@ -306,7 +306,9 @@ def harvest(path: str, input_shapes: dict[str, tuple[int, ...]] | None = None) -
             outputs.append(src)
     return Graph(name=path.rsplit("/", 1)[-1], digest=mdl.digest, format="onnx", inputs=inputs,
                  outputs=outputs, specs=h.specs, layers=h.layers, layout=h.layout, not_covered=h.not_covered,
-                 path=str(path), model_inputs={n: n for n in inputs})
+                 path=str(path), model_inputs={n: n for n in inputs},
+                 form="qoperator" if any(n.op_type in _QOPS or n.op_type in _INTEGER or n.op_type in _DYNAMIC
+                                         for n in mdl.nodes) else "qdq")
 
 
 #: QOperator nodes: the float op each quantizes (its mapper and float semantics), the (x, scale,

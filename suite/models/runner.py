@@ -37,8 +37,14 @@ LITERT = ("tflite", "tflite-ref")
 ORT = ("ort", "htp")
 
 
-def can_run(fmt: str, target: str) -> bool:
-    return (fmt == "tflite" and target in LITERT) or (fmt == "onnx" and target in ORT)
+def can_run(fmt: str, target: str, form: str = "") -> str | None:
+    """None if ``target`` runs a whole model of this format (and ONNX form), else why not."""
+    if (fmt == "tflite" and target in LITERT) or (fmt == "onnx" and target == "ort"):
+        return None
+    if fmt == "onnx" and target == "htp":
+        return None if form != "qoperator" else ("htp runs no whole onnx model in the QOperator form (the QNN "
+                                                 "execution provider takes the QDQ form)")
+    return f"{target} runs no whole {fmt} model"
 
 
 def run_model(path: str, target: str, feeds: dict[str, np.ndarray], tensors: list[str],

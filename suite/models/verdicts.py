@@ -203,7 +203,8 @@ def write_model_reports(folder: str | Path, graph: Graph, feeds: dict[str, np.nd
     layer_rows, model_rows = [], []
     for name, t in targets.items():
         whole, rows = "", []
-        if can_run(graph.format, name):
+        why_not = can_run(graph.format, name, graph.form)
+        if why_not is None:
             opts = dict(getattr(t, "options", {}) or {})
             try:
                 rows, why = whole_model(graph, name, feeds, chain, policy, scheme, (versions or {}).get(name), opts,
@@ -212,7 +213,7 @@ def write_model_reports(folder: str | Path, graph: Graph, feeds: dict[str, np.nd
                 rows, why = [], f"{type(e).__name__}: {e}"
             whole = "ran" if rows else why
         else:
-            whole = f"{name} runs no whole {graph.format} model"
+            whole = why_not
         if not rows:
             rows = case_rows(graph, name, results)
         layer_rows += rows
