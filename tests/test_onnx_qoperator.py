@@ -354,3 +354,18 @@ def test_real_qoperator_model_every_layer_checked_and_ort_is_its_golden_but_qlin
     feeds = model_feeds(g, None, 1)
     chain = run_graph(g, feeds, SCHEME)
     assert set(g.outputs) <= set(chain)
+
+
+def test_ddddocr_common_old_with_its_width_set_names_every_dynamic_node():
+    """ddddocr 1.6.1's common_old.onnx (``pip install --no-deps ddddocr==1.6.1``; skipped without it):
+    its symbolic width is one error; set, its ConvInteger, MatMulInteger, DynamicQuantizeLSTM and
+    DynamicQuantizeLinear nodes are each named, none a traceback."""
+    p = model_zoo._data_file("ddddocr", "common_old.onnx")
+    if p is None:
+        pytest.skip("ddddocr 1.6.1 is not installed (pip install --no-deps ddddocr==1.6.1)")
+    with pytest.raises(QconformError, match="'input1' has the symbolic dimension"):
+        harvest_model(p)
+    g = harvest_model(p, input_shapes={"input1": (1, 1, 64, 256)})
+    assert {k: len(v) for k, v in g.not_covered.items()} == {"ConvInteger": 21, "MatMulInteger": 1,
+                                                             "DynamicQuantizeLSTM": 1, "DynamicQuantizeLinear": 22}
+    assert not g.layers
