@@ -1,4 +1,5 @@
-"""Harvest a QDQ .onnx model into a :class:`suite.core.graph.Graph` (LiteRT layouts: NHWC).
+"""Harvest a quantized .onnx model, QDQ or QOperator, into a :class:`suite.core.graph.Graph`
+(LiteRT layouts: NHWC).
 
 A QDQ model holds float operators between DequantizeLinear and QuantizeLinear nodes. The graph's
 tensors are the quantized ones: the outputs of QuantizeLinear nodes (named as in the model) and
@@ -17,6 +18,13 @@ them. A region of one operator the suite's tables state becomes a case:
 Any other region made of :data:`reference.graph.FLOAT_OPS` becomes a ``float`` layer: ONNX's
 own QDQ semantics (dequantize, the float op in float32, quantize), which the graph golden runs but
 no spec table states, so it is no case. The rest is not covered, each node with its reason.
+
+QOperator nodes (QLinearConv, QLinearMatMul, com.microsoft QGemm and QLinear*: :data:`_QOPS`) are
+read as the float op they quantize with their inputs' and output's (scale, zero point) and go
+through the same mappers (a case), else a float layer of their contrib definition (dequantize, the
+float op, quantize). Ops that move codes (Reshape, MaxPool, Split, ... on a quantized tensor) keep
+its quantization. Dynamic quantization (DynamicQuantizeLinear, ConvInteger / MatMulInteger sums,
+DynamicQuantizeLSTM) and weight-only quantization are named not covered with that reason.
 """
 
 from __future__ import annotations
