@@ -369,3 +369,21 @@ def test_ddddocr_common_old_with_its_width_set_names_every_dynamic_node():
     assert {k: len(v) for k, v in g.not_covered.items()} == {"ConvInteger": 21, "MatMulInteger": 1,
                                                              "DynamicQuantizeLSTM": 1, "DynamicQuantizeLinear": 22}
     assert not g.layers
+
+
+def test_a_malformed_qoperator_node_is_named_never_a_traceback(tmp_path):
+    """A QLinearAveragePool without its kernel_shape, a QLinearConcat of a dangling triple: each named
+    not covered (the node is not as its op is defined), the rest of the model harvested."""
+    xs, xz = nh.from_array(np.array(0.02, np.float32), "xs"), nh.from_array(np.array(0, np.int8), "xz")
+    nodes = [h.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             h.make_node("QLinearAveragePool", ["xq", "xs", "xz", "xs", "xz"], ["p"], domain="com.microsoft"),
+             h.make_node("QLinearConcat", ["xs", "xz", "xq", "xs"], ["c"], axis=1, domain="com.microsoft"),
+             h.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["y"])]
+    g = h.make_graph(nodes, "bad", [h.make_tensor_value_info("x", T.FLOAT, [1, 2, 4, 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 2, 4, 4])], [xs, xz])
+    p = tmp_path / "bad.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13), h.make_opsetid("com.microsoft", 1)]), str(p))
+    graph = harvest_model(p)
+    assert [ly.op for ly in graph.layers] == ["QuantizeLinear"]
+    assert set(graph.not_covered) == {"QLinearAveragePool", "QLinearConcat"}, graph.not_covered
+    assert all(why for whys in graph.not_covered.values() for why in whys)

@@ -52,6 +52,15 @@ class NotCovered(Exception):
     pass
 
 
+#: what mapping a node can raise: NotCovered, or a node unlike its op's definition (a missing
+#: attribute or input, a scalar where a list belongs): named not covered, never a traceback
+_MALFORMED = (NotCovered, KeyError, IndexError, ValueError, TypeError)
+
+
+def _why(e: Exception) -> str:
+    return str(e) if isinstance(e, NotCovered) else f"the node is not as its op is defined ({type(e).__name__}: {e})"
+
+
 def read_onnx(path: str):
     """(ModelProto, raw bytes) of the ``--model`` file, read once through the bounded reader. A
     tensor with external data (an initializer, a Constant's value, in any subgraph) is refused:
@@ -104,13 +113,16 @@ class _Model:
         self.digest = file_digest(raw)
         _set_input_shapes(m.graph, input_shapes or {}, path)
         _check_graph(m.graph, path)
-        shadow = _shape_model(onnx, m)
         try:
-            inferred = onnx.shape_inference.infer_shapes(shadow if shadow is not None else m)
+            shadow = _shape_model(onnx, m)
+            inferred = onnx.shape_inference.infer_shapes(shadow) if shadow is not None else None
+        except Exception:  # noqa: BLE001 (a malformed contrib node: its outputs' shapes stay unknown)
+            inferred = None
+        try:
+            if inferred is None:
+                m = inferred = onnx.shape_inference.infer_shapes(m)
         except Exception as e:  # noqa: BLE001 (onnx raises many types: one error naming the file)
             raise QconformError(f"not a readable ONNX model: {type(e).__name__}: {e}", source=path) from None
-        if shadow is None:
-            m = inferred
         self.m, self.g = m, m.graph
         nh = onnx.numpy_helper
         try:
@@ -427,13 +439,15 @@ class _Harvest:
         try:
             region = _region(mdl, q.input[0])
             self.seen.update(id(n) for n in region)
+            if z.dtype not in _DT:
+                raise NotCovered(f"QuantizeLinear to {z.dtype} codes")
             ospec = Tensor(_DT[z.dtype], mdl.graph_shape(out), None, [float(s.ravel()[0])], [int(z.ravel()[0])])
             if s.size > 1:
                 raise NotCovered("a per-axis quantized activation")
-        except (NotCovered, KeyError) as e:
+        except _MALFORMED as e:
             model_op = "+".join(n.op_type for n in region) or "QuantizeLinear"
             node = "+".join(self.name(n) for n in region) or self.name(q)
-            return self.miss(model_op, node, str(e))
+            return self.miss(model_op, node, _why(e))
         self.add_spec(out, ospec)
         k = len(self.layers)
         model_op = "+".join(n.op_type for n in region) or "QuantizeLinear"
@@ -441,12 +455,12 @@ class _Harvest:
         try:
             self.layers.append(_case_layer(mdl, region, q, ospec, k, self.stem, node, model_op))
             return
-        except NotCovered as e:
-            why = str(e)
+        except _MALFORMED as e:
+            why = _why(e)
         try:
             self.layers.append(_float_layer(mdl, region, q, ospec, k, node, model_op))
-        except NotCovered as e:
-            self.miss(model_op, node, f"{why}; as a float layer: {e}")
+        except _MALFORMED as e:
+            self.miss(model_op, node, f"{why}; as a float layer: {_why(e)}")
 
     # ------------------------------------------------------------------ QOperator nodes
 
@@ -460,24 +474,28 @@ class _Harvest:
             if len(n.input) <= yz or not n.input[ys]:
                 raise NotCovered(f"{n.op_type} with a float output (no y_scale): nothing requantizes")
             y_s, y_z = _q_param(mdl, n.input[ys], "y_scale"), _q_param(mdl, n.input[yz], "y_zero_point", "uint8")
+            if y_z.dtype not in _DT or y_z.dtype == np.int32:
+                raise NotCovered(f"a {y_z.dtype} output")
             if y_s.size > 1:
                 raise NotCovered("a per-axis quantized output")
             ospec = Tensor(_DT[y_z.dtype], mdl.graph_shape(out), None, [float(y_s.ravel()[0])],
                            [int(y_z.ravel()[0])])
-        except (NotCovered, KeyError) as e:
-            return self.miss(n.op_type, node, str(e))
+        except _MALFORMED as e:
+            return self.miss(n.op_type, node, _why(e))
         self.add_spec(out, ospec)
         if mdl.attrs(n).get("channels_last", 0):
             return self.miss(n.op_type, node, "channels_last: an NHWC input in the model, the graph golden reads "
                                               "4-D ONNX tensors as NCHW")
         try:
             if triples is None:   # QLinearConcat
+                if (len(n.input) - 2) % 3 or len(n.input) < 5:
+                    raise NotCovered("its inputs after Y_scale, Y_zero_point are not (X, scale, zero point) triples")
                 triples = [(i, i + 1, i + 2) for i in range(2, len(n.input), 3)]
             ins = [self.q_input(n, *t, axis=_weight_axis(mdl, n, j)) for j, t in enumerate(triples)]
             if bias is not None and len(n.input) > bias and n.input[bias]:
                 ins.append(_bias(mdl, n.input[bias], ins))
-        except NotCovered as e:
-            return self.miss(n.op_type, node, str(e))
+        except _MALFORMED as e:
+            return self.miss(n.op_type, node, _why(e))
         self.layer_of(_Equiv(n, equiv), ins, ospec, out, k, node, n.op_type)
 
     def q_input(self, n, xi: int, si: int, zi: int, axis: int):
@@ -529,12 +547,12 @@ class _Harvest:
             self.layers.append(_finish(Case(op, inputs, [ospec], attrs), names, pads, out, k, self.stem, node,
                                        model_op))
             return
-        except NotCovered as e:
-            why = str(e)
+        except _MALFORMED as e:
+            why = _why(e)
         try:
             self.layers.append(_float_node(mdl, n, ins, ospec, out, k, node, model_op))
-        except NotCovered as e:
-            self.miss(model_op, node, f"{why}; as a float layer: {e}")
+        except _MALFORMED as e:
+            self.miss(model_op, node, f"{why}; as a float layer: {_why(e)}")
 
     def on_codes(self, n) -> None:
         """An op on quantized codes (no DequantizeLinear before it: the QOperator form's Reshape,
