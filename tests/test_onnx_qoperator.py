@@ -387,3 +387,21 @@ def test_a_malformed_qoperator_node_is_named_never_a_traceback(tmp_path):
     assert [ly.op for ly in graph.layers] == ["QuantizeLinear"]
     assert set(graph.not_covered) == {"QLinearAveragePool", "QLinearConcat"}, graph.not_covered
     assert all(why for whys in graph.not_covered.values() for why in whys)
+
+
+def test_pytest_model_runs_the_real_qoperator_model_on_ort(cls_qop, pytester):
+    """``pytest --model`` on the QOperator classifier: ort runs it whole and every one of its 146
+    layers has its row (checked: its own error on ORT's inputs), each within its tolerance. (htp,
+    whose QNN EP takes the QDQ form only, is judged by its cases: the QOperator test above.)"""
+    import csv
+    proc, rd = run_inprocess(pytester, f"--model={cls_qop.path}", "--target=ort", "--ops=SOFTMAX",
+                             "--scheme=ort-fp32-rne")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with open(rd / "models.csv", newline="") as f:
+        rows = {r["target"]: r for r in csv.DictReader(f)}
+    with open(rd / "layers.csv", newline="") as f:
+        layers = [r for r in csv.DictReader(f) if r["target"] == "ort"]
+    row = rows["ort"]
+    assert row["whole_model"] == "ran" and row["layers"] == "146" and row["verdict"] == "pass", row
+    assert len(layers) == 146 and all(r["source"] == "model" and r["status"] in ("exact", "within-tolerance")
+                                      for r in layers)
