@@ -183,8 +183,8 @@ def test_qdq_regions_of_one_scale_map_to_concatenation_maximum_minimum_slice(tmp
 
 
 def test_uint8_qoperator_layers_take_the_qnn_table_where_it_has_the_op(tmp_path):
-    """uint8 activations: CONV_2D, ADD, MUL ... are cases of the qnn table (the one with uint8
-    activations); an op it lacks is named not covered with that reason, never dropped."""
+    """uint8 activations: CONV_2D, DEPTHWISE_CONV_2D, ADD, ... are cases of the qnn table (the one
+    with uint8 activations); an op it lacks with no float form is named not covered with that reason."""
     x = nh.from_array(np.array(0.02, np.float32), "xs")
     xz = nh.from_array(np.array(128, np.uint8), "xz")
     rng = np.random.default_rng(0)
@@ -197,18 +197,18 @@ def test_uint8_qoperator_layers_take_the_qnn_table_where_it_has_the_op(tmp_path)
              h.make_node("QLinearConv", ["c", "ys", "yz", "dw", "ws", "wz", "ys", "yz"], ["d"], group=4,
                          pads=[1, 1, 1, 1]),
              h.make_node("QLinearAdd", ["c", "ys", "yz", "d", "ys", "yz", "xs", "xz"], ["a"], domain="com.microsoft"),
-             h.make_node("DequantizeLinear", ["a", "xs", "xz"], ["y"])]
+             h.make_node("QLinearMatMul", ["a", "xs", "xz", "a", "xs", "xz", "ys", "yz"], ["m"]),
+             h.make_node("DequantizeLinear", ["m", "ys", "yz"], ["y"])]
     g = h.make_graph(nodes, "u8", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 6, 6])],
                      [h.make_tensor_value_info("y", T.FLOAT, [1, 4, 6, 6])], [x, xz, w, dw, ws, wz, ys, yz])
     p = tmp_path / "u8.onnx"
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13), h.make_opsetid("com.microsoft", 1)]), str(p))
     graph = harvest_model(p, scheme=SCHEME)
-    conv = next(ly for ly in graph.layers if ly.op == "CONV_2D")
-    assert conv.case.spec == "qnn" and conv.case.inputs[0].dtype == "uint8"
-    (why,) = graph.not_covered["QLinearConv"]
-    assert "uint8 activations" in why and "DEPTHWISE_CONV_2D" in why
-    (after,) = graph.not_covered["QLinearAdd"]
-    assert "comes from a layer not covered" in after
+    assert [(ly.op, ly.case.spec) for ly in graph.layers] == [
+        ("QuantizeLinear", "onnx-qdq"), ("CONV_2D", "qnn"), ("DEPTHWISE_CONV_2D", "qnn"), ("ADD", "qnn")]
+    assert graph.layers[1].case.inputs[0].dtype == "uint8"
+    (why,) = graph.not_covered["QLinearMatMul"]   # of two activations: BATCH_MATMUL, no uint8 row
+    assert "uint8 activations" in why and "has no BATCH_MATMUL" in why and "no float" in why, why
 
 
 # ------------------------------------------------------------------ dynamic and weight-only quantization
