@@ -282,6 +282,8 @@ def test_symbolic_dimension_is_a_usage_error_and_the_option_sets_it(tmp_path, py
                              "--ops=CONV_2D")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout
+    proc, _ = run_inprocess(pytester, "--model-input-shape=x=1,3,8,8", "--target=ref")
+    assert proc.returncode == 4 and "give --model" in proc.stderr, proc.stdout + proc.stderr
 
 
 # ------------------------------------------------------------------ onnx's own test_qlinearconv

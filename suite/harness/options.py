@@ -123,6 +123,9 @@ def check_given(o) -> None:
                    ("--model", o.model)):
         if v is not None and not str(v).strip():
             raise QconformError("is given empty", field=opt, rule=f"{opt} names a path; leave it out for the default")
+    if getattr(o, "model_input_shape", None) and not o.model:
+        raise QconformError("sets the input shapes of a --model: give --model", field="--model-input-shape",
+                            rule="--model-input-shape goes with --model")
     hunt = o.hunt
     if hunt is not None and not 0 < hunt < float("inf"):
         raise QconformError(f"must be a finite number of seconds > 0 (got {hunt})", field="--hunt")
