@@ -14,7 +14,7 @@ import pytest
 
 from reference.graph import layer_golden, run_graph
 from suite.core.errors import QconformError
-from suite.core.graph import CASE, FLOAT
+from suite.core.graph import CASE
 from suite.models.harvest import harvest_model, model_feeds
 from suite.models.onnx import parse_input_shapes
 from suite.models.runner import can_run, run_model
