@@ -162,7 +162,8 @@ def _tensor_rule(raw: dict[str, Any], roles: dict[str, dict[str, Any]]) -> Tenso
     dts = merged.get("dtype", "int8")
     dts = tuple(dts) if isinstance(dts, list) else (dts,)
     quantized = merged.get("quantized", True)
-    rng = merged.get("range")
+    # several dtypes: each its own range, unless the tensor itself names one (not its role's)
+    rng = raw.get("range") if len(dts) > 1 else merged.get("range")
     if rng is None and quantized and len(dts) == 1 and dts[0] in DTYPES and DTYPES[dts[0]].is_int:
         rng = (DTYPES[dts[0]].qmin, DTYPES[dts[0]].qmax)   # several dtypes: each its own range
     gran = merged.get("granularity") if quantized else None
