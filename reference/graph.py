@@ -27,6 +27,7 @@ def run_graph(graph: Graph, feeds: dict[str, np.ndarray], scheme=None,
     """Every tensor of ``graph`` (graph layout) for the graph inputs ``feeds``, layers in order
     (up to layer index ``stop``, excluded, if given)."""
     env = {name: np.asarray(feeds[name]) for name in graph.inputs}
+    env.update({name: np.asarray(feeds[name]) for name in graph.cuts if name in feeds})   # (seeded or a target's)
     for ly in graph.layers[:stop]:
         missing = [t for t in ly.inputs if t is not None and t not in env]
         if missing:

@@ -47,7 +47,7 @@ from suite.harness.repro import TOLERANCE_COPY
 from suite.harness.run import Run
 from suite.harness.session import set_up
 from suite.harness.shard import parse_shard, shard_info
-from suite.models.harvest import harvest_model, model_feeds
+from suite.models.harvest import feed_sets, harvest_model
 from suite.models.onnx import parse_input_shapes
 from suite.models.verdicts import model_lines, write_model_reports
 from targets.device_runner import isa_flags
@@ -128,8 +128,10 @@ def pytest_addoption(parser):
     g.addoption("--model", default=None, metavar="MODEL",
                 help="an int8 .tflite or quantized (QDQ or QOperator) .onnx model: its layers as cases on each target, the whole model on "
                      "each target that can run it, layers.csv and models.csv (see docs/models.md)")
-    g.addoption("--model-inputs", default=None, metavar="NPZ",
-                help="the --model's inputs (keys: its input names; default: seeded data over their real range)")
+    g.addoption("--model-inputs", default=None, metavar="NPZ|N",
+                help="the --model's inputs (an .npz keyed by its input names; default: seeded data over their real "
+                     "range), or N: the whole model on N seeded inputs per target, each output's error "
+                     "distribution in outputs.csv")
     g.addoption("--model-input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
                 help="the shape of a --model .onnx input with symbolic dimensions, e.g. input=1,3,224,224 (repeatable)")
     g.addoption("--hunt", type=float, default=None, metavar="SECONDS",
@@ -717,7 +719,7 @@ def _harvest(o):
     """--model: the model's graph, its feeds and its layers as cases, under the run's options."""
     def harvest(opts):
         graph = harvest_model(o.model, o.model_inputs, o.seed, opts.scheme, parse_input_shapes(o.model_input_shape))
-        return graph, model_feeds(graph, o.model_inputs, o.seed), graph.cases()
+        return graph, feed_sets(graph, o.model_inputs, o.seed), graph.cases()
     return harvest
 
 

@@ -59,6 +59,13 @@ class Graph:
     not_covered: dict[str, list[str]] = field(default_factory=dict)   # model op -> [node: why]
     path: str = ""
     form: str = ""                  # onnx: "qdq", or "qoperator" (QLinear* / integer ops in place of Q/DQ pairs)
+    #: tensors no layer computes that layers read (the output of an op not covered, a state variable
+    #: read): tensor -> why; fed seeded data in their quantization (and, where a target runs the whole
+    #: model, the target's own values of them), so one op not covered costs one layer
+    cuts: dict[str, str] = field(default_factory=dict)
+    stateful: bool = False          # state variables: the whole model runs over several invocations
+    operators: int = 0              # the model's operators (subgraph 0 / graph nodes); 0: not counted
+    invocations: int = 1            # --model-inputs N: the whole model on N seeded inputs per target
 
     def layer_of(self, tensor: str) -> Layer | None:
         return next((ly for ly in self.layers if tensor in ly.outputs), None)

@@ -28,10 +28,29 @@ from . import tflite as tflite_harvest
 COVERAGE = "coverage.md"   # (not *.json: --case-file DIR reads every *.json)
 
 
+INVOCATIONS_MAX = 10_000
+STATEFUL_INVOCATIONS = 4   # a stateful model's whole-model runs: its state carried over this many inputs
+
+
+def parse_inputs(value) -> tuple[str | Path | None, int | None]:
+    """``--model-inputs``: an .npz of the model's inputs, or N (seeded inputs per target) -> (npz, N)."""
+    if value is None or isinstance(value, Path):
+        return value, None
+    text = str(value).strip()
+    if text.isdigit() or (text[:1] in "+-" and text[1:].isdigit()):
+        n = int(text)
+        if not 1 <= n <= INVOCATIONS_MAX:
+            raise QconformError(f"asks for {n} inputs", field="--model-inputs",
+                                rule=f"N in [1, {INVOCATIONS_MAX}] seeded inputs, or an .npz of the model's inputs")
+        return None, n
+    return value, None
+
+
 def harvest_model(path: str | Path, inputs: str | Path | None = None, seed: int = 0, scheme=None,
                   input_shapes: dict[str, tuple[int, ...]] | None = None) -> Graph:
     """``input_shapes`` (``--model-input-shape``): sizes of an .onnx model's symbolic input dimensions."""
     path = str(path)
+    inputs, n = parse_inputs(inputs)
     if not Path(path).is_file():
         raise QconformError("no such model file", source=path, field="--model")
     if path.endswith(".tflite"):
@@ -44,15 +63,43 @@ def harvest_model(path: str | Path, inputs: str | Path | None = None, seed: int 
     else:
         raise QconformError("is neither a .tflite nor an .onnx model", source=path, field="--model",
                             rule="model files end in .tflite or .onnx")
+    find_cuts(graph)
+    graph.invocations = n or (STATEFUL_INVOCATIONS if graph.stateful else 1)
     fill(graph, model_feeds(graph, inputs, seed), scheme)
     return graph
 
 
-def model_feeds(graph: Graph, inputs: str | Path | None, seed: int) -> dict[str, np.ndarray]:
+def find_cuts(graph: Graph) -> None:
+    """Every tensor a layer reads that no earlier layer computes and no graph input gives (the output
+    of an op not covered, a state variable read) is a cut: fed seeded data in its quantization, with
+    the reason the format's harvest gave (``graph.cuts``), so one op not covered costs one layer."""
+    have = set(graph.inputs)
+    for ly in graph.layers:
+        for i, t in enumerate(ly.inputs):
+            if t is not None and t not in have:
+                graph.cuts.setdefault(t, "no layer the golden covers computes it")
+                if t not in graph.specs and ly.case is not None:   # (its consumer's case says its quantization)
+                    graph.specs[t] = ly.case.inputs[i]
+                have.add(t)
+        have.update(ly.outputs)
+    for t in [t for t in graph.cuts if t not in have or t not in graph.specs]:
+        del graph.cuts[t]   # (an op not covered whose output no layer reads)
+
+
+def feed_sets(graph: Graph, inputs, seed: int) -> list[dict[str, np.ndarray]]:
+    """The whole model's inputs, one set per invocation (``graph.invocations``): the harvest's own
+    first, then seeded ones (an .npz given: its inputs each time, the cuts seeded anew)."""
+    first = model_feeds(graph, inputs, seed)
+    return [first] + [model_feeds(graph, inputs, seed, k) for k in range(1, graph.invocations)]
+
+
+def model_feeds(graph: Graph, inputs: str | Path | None, seed: int, invocation: int = 0) -> dict[str, np.ndarray]:
     """The graph inputs (graph layout): from an .npz keyed by the model's input names (arrays in
     the model's layout; a leading calibration-sample axis takes its first sample), else seeded:
     uniform over the codes (a quantized input) or over the real range its first quantization
-    covers (a float input)."""
+    covers (a float input). Then the cuts (``graph.cuts``), seeded uniform over their codes.
+    ``invocation`` k > 0: the k-th of ``--model-inputs N``'s seeded sets."""
+    inputs, _ = parse_inputs(inputs)
     given = {}
     if inputs is not None:
         raw = read_bytes(inputs, "inputs file", "--inputs", "model")
@@ -62,7 +109,7 @@ def model_feeds(graph: Graph, inputs: str | Path | None, seed: int) -> dict[str,
         except Exception as e:  # noqa: BLE001 (np.load's many errors: one error naming the file)
             raise QconformError(f"cannot read the inputs: {type(e).__name__}: {e}", source=str(inputs),
                                 field="--inputs", rule="an .npz of the model's inputs") from None
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed if invocation == 0 else [seed, invocation])
     feeds = {}
     for name in graph.inputs:
         spec = graph.specs[name]
@@ -85,6 +132,13 @@ def model_feeds(graph: Graph, inputs: str | Path | None, seed: int) -> dict[str,
         else:
             info = DTYPES[spec.dtype]
             feeds[name] = rng.integers(info.qmin, info.qmax + 1, spec.shape).astype(info.storage)
+    for name in graph.cuts:
+        spec = graph.specs[name]
+        info = DTYPES[spec.dtype]
+        if info.qmin is None:
+            feeds[name] = rng.uniform(-1.0, 1.0, spec.shape).astype(info.storage)
+        else:
+            feeds[name] = rng.integers(info.qmin, info.qmax + 1, spec.shape).astype(info.storage)
     missing = set(given) - {graph.model_inputs.get(n, n) for n in graph.inputs}
     if missing:
         raise QconformError(f"names no model input: {', '.join(sorted(missing))} (inputs: "
@@ -104,8 +158,8 @@ def _real_range(graph: Graph, name: str) -> tuple[float, float]:
 
 
 def fill(graph: Graph, feeds: dict[str, np.ndarray], scheme=None) -> dict[str, np.ndarray]:
-    """Run the graph golden on ``feeds`` and give every case layer its input data; a layer whose
-    input no layer computes (it comes from a layer not covered) is moved to ``not_covered``."""
+    """Run the graph golden on ``feeds`` (the graph inputs and the cuts) and give every case layer
+    its input data; a layer whose input nothing gives is moved to ``not_covered``."""
     env = {k: np.asarray(v) for k, v in feeds.items()}
     kept = []
     for ly in graph.layers:

@@ -47,13 +47,19 @@ def can_run(fmt: str, target: str, form: str = "") -> str | None:
     return f"{target} runs no whole {fmt} model"
 
 
-def run_model(path: str, target: str, feeds: dict[str, np.ndarray], tensors: list[str],
-              options: dict | None = None, timeout: float = 600.0) -> tuple[dict[str, np.ndarray] | None, str]:
-    """({tensor: array in the model's layout}, "") or (None, why it did not run: crash, timeout, error)."""
+def run_model(path: str, target: str, feeds: dict[str, np.ndarray] | list[dict[str, np.ndarray]], tensors: list[str],
+              options: dict | None = None, timeout: float = 600.0):
+    """({tensor: array in the model's layout}, "") or (None, why it did not run: crash, timeout, error).
+    ``feeds`` a list: one invocation per set, in order, on one interpreter or session (a stateful
+    model's state carries over), and a list of tensor dicts back."""
+    many = isinstance(feeds, list)
+    sets = feeds if many else [feeds]
+    names = list(sets[0])
     with tempfile.TemporaryDirectory(prefix="qconform-model-") as d:
         job = Path(d)
-        np.savez(job / "feeds.npz", **feeds)
-        (job / "job.json").write_text(json.dumps({"tensors": tensors, "options": options or {}}))
+        np.savez(job / "feeds.npz", **{f"f{k}_{j}": fs[n] for k, fs in enumerate(sets) for j, n in enumerate(names)})
+        (job / "job.json").write_text(json.dumps({"tensors": tensors, "options": options or {}, "inputs": names,
+                                                  "invocations": len(sets)}))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
         try:
             p = subprocess.run([sys.executable, "-m", "suite.models.runner", str(path), target, str(job)],
@@ -65,10 +71,12 @@ def run_model(path: str, target: str, feeds: dict[str, np.ndarray], tensors: lis
             kind = "crash" if p.returncode < 0 else "error"
             return None, f"{kind} (exit status {p.returncode}): {tail}"
         with np.load(job / "tensors.npz") as z:
-            return {name: z[f"t{k}"] for k, name in enumerate(tensors) if f"t{k}" in z.files}, ""
+            got = [{name: z[f"t{k}_{j}"] for j, name in enumerate(tensors) if f"t{k}_{j}" in z.files}
+                   for k in range(len(sets))]
+        return (got if many else got[0]), ""
 
 
-def _litert(path: str, target: str, feeds: dict, tensors: list[str]) -> dict[str, np.ndarray]:
+def _litert(path: str, target: str, sets: list[dict], tensors: list[str]) -> list[dict[str, np.ndarray]]:
     model, _ = read_model(path)
     sg = model.subgraphs[0]
     keys = tensor_keys(sg)
@@ -78,15 +86,18 @@ def _litert(path: str, target: str, feeds: dict, tensors: list[str]) -> dict[str
     model.signatureDefs = []
     t = get_target(target)
     it = t._interpreter(tflite_model.serialize(model))
-    for det in it.get_input_details():
-        it.set_tensor(det["index"], np.asarray(feeds[keys[det["index"]]]))
-    it.invoke()
-    out = {keys[d["index"]]: np.array(it.get_tensor(d["index"])) for d in it.get_output_details()}
-    out.update({keys[i]: np.asarray(feeds[keys[i]]) for i in sg.inputs})
-    return out
+    got = []
+    for feeds in sets:   # (one interpreter: a stateful model's variables carry over)
+        for det in it.get_input_details():
+            it.set_tensor(det["index"], np.asarray(feeds[keys[det["index"]]]))
+        it.invoke()
+        out = {keys[d["index"]]: np.array(it.get_tensor(d["index"])) for d in it.get_output_details()}
+        out.update({keys[i]: np.asarray(feeds[keys[i]]) for i in sg.inputs})
+        got.append(out)
+    return got
 
 
-def _ort(path: str, target: str, feeds: dict, tensors: list[str], options: dict) -> dict[str, np.ndarray]:
+def _ort(path: str, target: str, sets: list[dict], tensors: list[str], options: dict) -> list[dict[str, np.ndarray]]:
     onnx = load_onnx()
     m, _ = read_onnx(path)   # (the bounded read and the harvest's refusals, not onnx.load)
     have = {o.name for o in m.graph.output}
@@ -96,19 +107,21 @@ def _ort(path: str, target: str, feeds: dict, tensors: list[str], options: dict)
     t = get_target(target, **options)
     sess = t.create_session(m.SerializeToString())
     names = [o.name for o in sess.get_outputs()]
-    return dict(zip(names, sess.run(names, feeds)))
+    return [dict(zip(names, sess.run(names, feeds))) for feeds in sets]
 
 
 def main(argv: list[str]) -> int:
     path, target, job = argv[0], argv[1], Path(argv[2])
     spec = json.loads((job / "job.json").read_text())
+    names, n = spec["inputs"], int(spec["invocations"])
     with np.load(job / "feeds.npz") as z:
-        feeds = {k: z[k] for k in z.files}
+        sets = [{name: z[f"f{k}_{j}"] for j, name in enumerate(names)} for k in range(n)]
     if target in LITERT:
-        got = _litert(path, target, feeds, spec["tensors"])
+        got = _litert(path, target, sets, spec["tensors"])
     else:
-        got = _ort(path, target, feeds, spec["tensors"], spec.get("options") or {})
-    np.savez(job / "tensors.npz", **{f"t{k}": got[n] for k, n in enumerate(spec["tensors"]) if n in got})
+        got = _ort(path, target, sets, spec["tensors"], spec.get("options") or {})
+    np.savez(job / "tensors.npz", **{f"t{k}_{j}": g[name] for k, g in enumerate(got)
+                                     for j, name in enumerate(spec["tensors"]) if name in g})
     return 0
 
 

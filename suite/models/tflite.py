@@ -174,13 +174,32 @@ def harvest(path: str, stem: str | None = None) -> Graph:
     litert = table("litert-int8").ops
     layers: list[Layer] = []
     not_covered: dict[str, list[str]] = {}
+    cuts: dict[str, str] = {}
     for k, op in enumerate(sg.operators):
         name = op_name(S, model, op)
         node = f"op{k}:{name}"
 
-        def skip(why: str, name=name, node=node) -> None:
+        def skip(why: str, name=name, node=node, op=op) -> None:
             not_covered.setdefault(name, []).append(f"{node}: {why}")
+            for o in op.outputs if op.outputs is not None else ():   # its consumers are fed seeded data
+                cuts.setdefault(keys[o], f"the output of {node}, not covered ({why})")
 
+        if name in STATE_OPS:
+            if name == "READ_VARIABLE":
+                var = keys[op.inputs[0]]
+                skip("state: reads a variable, no arithmetic (its readers are fed seeded data in its "
+                     "quantization, or the target's own values where it runs the whole model)")
+                for o in op.outputs:
+                    cuts[keys[o]] = f"state {var} (read by {node})"
+            else:
+                skip(STATE_OPS[name])
+            continue
+        if name == "SPLIT_V":
+            try:
+                layers += _split_v(S, model, sg, keys, k, op, stem)
+            except _Skip as e:
+                skip(str(e))
+            continue
         if name not in litert:
             skip("not in the litert-int8 spec table")
             continue
@@ -218,7 +237,69 @@ def harvest(path: str, stem: str | None = None) -> Graph:
     return Graph(name=path.rsplit("/", 1)[-1], digest=file_digest(raw), format="tflite",
                  inputs=[keys[i] for i in sg.inputs], outputs=[keys[o] for o in sg.outputs], specs=specs,
                  layers=layers, not_covered=not_covered, path=str(path),
-                 model_inputs={keys[i]: keys[i] for i in sg.inputs})
+                 model_inputs={keys[i]: keys[i] for i in sg.inputs}, cuts=cuts,
+                 stateful=any(op_name(S, model, op) in STATE_OPS for op in sg.operators),
+                 operators=len(sg.operators))
+
+
+#: LiteRT's resource-variable operators (a streaming model's state): no arithmetic, each named with why
+STATE_OPS = {
+    "VAR_HANDLE": "state: a variable's handle, no arithmetic",
+    "READ_VARIABLE": "",
+    "ASSIGN_VARIABLE": "state: stores a checked layer's output in a variable, no arithmetic",
+    "CALL_ONCE": "state: runs the variables' initialization once, no arithmetic",
+}
+
+
+def _split_v(S, model, sg, keys, k: int, op, stem: str) -> list[Layer]:
+    """SPLIT_V as one SLICE case per output (the litert-int8 table has SLICE, not SPLIT_V): LiteRT's
+    split_v.cc copies each output's run of the input along the axis, which is SLICE's copy of
+    (begin, size), codes unchanged; the table's same-scale rule of SLICE holds SPLIT_V to its own
+    kernel's (the outputs keep the input's quantization)."""
+    ins = list(op.inputs)
+    if len(ins) != 3 or any(i < 0 for i in ins):
+        raise _Skip(f"has {len(ins)} inputs, SPLIT_V has 3 (input, size_splits, axis)")
+
+    def const(i):
+        t = sg.tensors[ins[i]]
+        data = model.buffers[t.buffer].data
+        if data is None or not len(data):
+            raise _Skip(f"input {i} is not a constant (a SLICE's begin and size are)")
+        return _tensor(S, model, t, with_data=True).data.reshape(-1).astype(np.int64)
+
+    x = _tensor(S, model, sg.tensors[ins[0]], with_data=False)
+    sizes, axis = const(1), int(const(2)[0])
+    rank = len(x.shape)
+    if not -rank <= axis < rank:
+        raise _Skip(f"axis {axis} is outside rank {rank}")
+    axis %= rank
+    outs = list(op.outputs)
+    if len(sizes) != len(outs):
+        raise _Skip(f"{len(sizes)} size_splits for {len(outs)} outputs")
+    sizes = [int(v) for v in sizes]
+    if sizes.count(-1) == 1:
+        sizes[sizes.index(-1)] = x.shape[axis] - (sum(sizes) + 1)
+    if min(sizes) < 0 or sum(sizes) != x.shape[axis]:
+        raise _Skip(f"size_splits {sizes} do not add up to dimension {axis} ({x.shape[axis]})")
+    layers, start = [], 0
+    for j, (o, n) in enumerate(zip(outs, sizes)):
+        begin = [0] * rank
+        begin[axis] = start
+        size = list(x.shape)
+        size[axis] = n
+        start += n
+        xin = Tensor(x.dtype, x.shape, np.zeros(x.shape, _NP[x.dtype]), x.scale, x.zero_point, x.quantized_dimension)
+        case = Case(op="SLICE", inputs=[xin, Tensor("int32", (rank,), np.array(begin, np.int32)),
+                                        Tensor("int32", (rank,), np.array(size, np.int32))],
+                    outputs=[_tensor(S, model, sg.tensors[o], with_data=False)], attrs={},
+                    id=f"{stem}.L{k:03d}.{j}.SPLIT_V"[:128], variant="model", index=k,
+                    clause="litert-int8/SLICE", description=f"{stem} operator {k} (SPLIT_V), output {j} as a SLICE")
+        bad = check_case(case)
+        if bad:
+            raise _Skip(f"output {j} as a SLICE breaks its spec table: {bad[0]}")
+        layers.append(Layer(index=k, node=f"op{k}:SPLIT_V" + (f"[{j}]" if j else ""), op="SLICE", kind=CASE,
+                            inputs=[keys[ins[0]], None, None], outputs=[keys[o]], case=case, model_op="SPLIT_V"))
+    return layers
 
 
 def _safe(path: str) -> str:
