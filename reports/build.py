@@ -47,6 +47,7 @@ from reports.runinfo import RUN_JSON, TOLERANCE_COPY, missing_rows, read_run_inf
 from reports.since import headline as since_headline
 from reports.since import html_section as since_html
 from reports.since import markdown_section as since_markdown
+from reports.models import markdown_section as model_markdown
 from reports.summary import SUMMARY_CSV, SUMMARY_MD, Summary, markdown_file, to_csv
 from suite.core.findings import brief, why
 from suite.core.errors import QconformError
@@ -264,7 +265,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     new = (None, None) if "page" in failed else (page.new.first(), page.new.n)   # (the page's error is index.html's)
     review = unwitnessed.cases() if "witness" not in failed else []
     attempt(SUMMARY_MD, ("summary",), lambda: write_atomic(d / SUMMARY_MD, markdown_file(
-        report.summary, info, *new, cross=report.cross, review=review, since=sections[1])))
+        report.summary, info, *new, cross=report.cross, review=review, since=sections[1], models=_model_md(d))))
     if child is None:
         attempt(PARQUET, ("parquet",), lambda: parquet.close())
     attempt(INDEX, ("summary", "page"), lambda: write_atomic(
@@ -281,6 +282,18 @@ def _models(d: Path) -> tuple[list[dict], list[dict]] | None:
         return None
     with open(d / "models.csv", newline="") as m, open(d / "layers.csv", newline="") as ly:
         return list(csv.DictReader(m)), list(csv.DictReader(ly))
+
+
+def _model_md(d: Path) -> str | None:
+    """summary.md's Models section (reports/models.py) of a ``--model`` run."""
+    models = _models(d)
+    if models is None:
+        return None
+    outs = []
+    if (d / "outputs.csv").exists():
+        with open(d / "outputs.csv", newline="") as f:
+            outs = list(csv.DictReader(f))
+    return model_markdown(models[0], outs)
 
 
 def _parquet_child(d: Path) -> subprocess.Popen | None:

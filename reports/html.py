@@ -27,6 +27,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from reports import models as model_text
 from reports import plots, witness
 from reports.since import html_section as since_section
 from reports.causes import CAUSE_TEXT, CAUSES, HistTally, hist_key_order
@@ -553,10 +554,23 @@ def _models_section(model_rows: list[dict], layer_rows: list[dict]) -> str:
            ("<p>Each layer against the golden chain (the graph golden from the model's inputs) where the target "
            "ran the whole model, else its harvested case's own verdict; layers.csv and models.csv in the run "
            "folder hold every value.</p>")]
-    cols = ["model", "target", "layers", "layers_exact", "first_divergent_layer", "first_divergent_node",
-            "output_max_abs_lsb", "whole_model", "output_status", "verdict", "finding", "verdict_reason"]   # (#24)
+    cols = ["model", "target", "verdict", "layers_checked", "layers_total", "layers", "layers_exact",
+            "first_divergent_layer", "first_divergent_node", "output_max_abs_lsb", "inputs", "whole_model",
+            "output_status", "finding", "verdict_reason"]   # (#24, #29: coverage is part of the verdict)
     out.append('<div class="box wide">' + _table(cols, [[r.get(c) for c in cols] for r in model_rows], "models",
-                                                 {"layers", "layers_exact"}) + "</div>")
+                                                 {"layers", "layers_exact", "layers_checked", "layers_total"})
+               + "</div>")
+    shown = set()
+    for r in model_rows:   # each layer not checked, with its reason (the same list once per model)
+        entries = model_text.not_checked(r)
+        key = (r.get("model"), tuple(entries))
+        if not entries or key in shown:
+            continue
+        shown.add(key)
+        targets = [x.get("target") for x in model_rows if (x.get("model"), tuple(model_text.not_checked(x))) == key]
+        out.append(f'<details class="not-checked"><summary>{len(entries)} layers of {_e(r.get("model"))} not checked '
+                   f'on {_e(", ".join(targets))}</summary><ul>'
+                   + "".join(f"<li>{_e(e)}</li>" for e in entries) + "</ul></details>")
     for model in dict.fromkeys(r["model"] for r in layer_rows):
         rows = [r for r in layer_rows if r["model"] == model]
         layers = list(dict.fromkeys(int(r["layer"]) for r in rows))

@@ -349,8 +349,8 @@ def _md(v) -> str:
 
 def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[dict] | None = None,
                   n_new: int | None = None, cross: list[dict] | None = None, review: list[dict] | None = None,
-                  since: str | None = None) -> str:
-    """summary.md: the verdict, the new failures (``new``: their rows, as reports.html.Page keeps
+                  since: str | None = None, models: str | None = None) -> str:
+    """summary.md: the verdict, a ``--model`` run's Models section (``models``: reports/models.py), the new failures (``new``: their rows, as reports.html.Page keeps
     them, ``n_new`` of them in all; and their (op, target)s), the cross-device table (``cross``:
     reports.crossdevice), then the whole table."""
     word, line = verdict(totals(summary), run_info)
@@ -358,6 +358,8 @@ def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[d
     where = machines(run_info)
     out += [f"- {_md(m)}" for m in where] + ([""] if where else [])
     out.append(since or since_section(None))   # new since the baseline, or that there is none (#22)
+    if models:
+        out.append(models)
     if new:
         out.append("## New failures\n" if since is None else   # (with a baseline: new or still failing)
                    "## Failures no known finding explains (new and still failing)\n")

@@ -183,6 +183,67 @@ def face_detection_int8_tflite() -> Path | None:
     return dst
 
 
+def chain_tflite(path: Path, tensors: dict, ops: list[tuple], inputs: list[str], outputs: list[str]) -> Path:
+    """A small .tflite of several operators, written by the tests (LiteRT's schema, as
+    targets/tflite_model.py writes one-op models): ``tensors`` name -> suite Tensor (with data: a
+    constant), ``ops`` [(LiteRT op, [input names], [output names], attrs)] in execution order."""
+    from suite.core.case import Case
+    from targets import tflite_model as tm
+
+    S = tm.schema()
+    names = list(tensors)
+    buffers, ts = [S.BufferT()], []
+    for n in names:
+        t = tensors[n]
+        buffers.append(tm._buffer(S, t) if t.data is not None else S.BufferT())
+        ts.append(tm._tensor(S, t, n, len(buffers) - 1))
+    codes = list(dict.fromkeys(getattr(S.BuiltinOperator, op) for op, *_ in ops))
+    sops = []
+    for op, ins, outs, attrs in ops:
+        o = S.OperatorT()
+        o.opcodeIndex = codes.index(getattr(S.BuiltinOperator, op))
+        o.inputs, o.outputs = [names.index(n) for n in ins], [names.index(n) for n in outs]
+        opts, kind = tm._options(S, Case(op=op, inputs=[], outputs=[], attrs=attrs))
+        if opts is not None:
+            o.builtinOptionsType, o.builtinOptions = kind, opts
+        sops.append(o)
+    sg = S.SubGraphT()
+    sg.tensors, sg.operators = ts, sops
+    sg.inputs, sg.outputs = [names.index(n) for n in inputs], [names.index(n) for n in outputs]
+    m = S.ModelT()
+    m.version, m.subgraphs, m.buffers, m.operatorCodes = 3, [sg], buffers, tm.operator_codes(S, codes)
+    path.write_bytes(tm.serialize(m))
+    return path
+
+
+def uint8_io_cut_tflite(path: Path) -> Path:
+    """uint8 in, QUANTIZE to int8, CONV_2D, ABS (an op the litert-int8 table lacks), CONV_2D,
+    QUANTIZE to uint8 out: what TFLiteConverter writes for tf.uint8 I/O, with one op not covered."""
+    from suite.core.case import Tensor
+
+    rng = np.random.default_rng(7)
+    shape = (1, 5, 5, 4)
+
+    def act(dt, s, z):
+        return Tensor(dt, shape, None, [s], [z], 0)
+
+    def conv(name, s_in):
+        ws = [0.02, 0.03, 0.015, 0.025]
+        w = Tensor("int8", (4, 3, 3, 4), rng.integers(-127, 128, (4, 3, 3, 4)).astype(np.int8), ws, [0] * 4, 0)
+        b = Tensor("int32", (4,), rng.integers(-500, 500, 4).astype(np.int32),
+                   [float(np.float32(s_in) * np.float32(x)) for x in ws], [0] * 4, 0)
+        return {f"{name}_w": w, f"{name}_b": b}
+
+    tensors = {"in_u8": act("uint8", 0.05, 128), "in": act("int8", 0.05, 0), **conv("c1", 0.05),
+               "c1": act("int8", 0.25, -3), "abs": act("int8", 0.2, -128), **conv("c2", 0.2),
+               "c2": act("int8", 0.3, 5), "out_u8": act("uint8", 0.3, 133)}
+    cattrs = {"padding": "SAME", "stride_w": 1, "stride_h": 1, "fused_activation_function": "NONE"}
+    ops = [("QUANTIZE", ["in_u8"], ["in"], {}), ("CONV_2D", ["in", "c1_w", "c1_b"], ["c1"], cattrs),
+           ("ABS", ["c1"], ["abs"], {}), ("CONV_2D", ["abs", "c2_w", "c2_b"], ["c2"], cattrs),
+           ("QUANTIZE", ["c2"], ["out_u8"], {})]
+    return chain_tflite(path, tensors, ops, ["in_u8"], ["out_u8"])
+
+
 for _name in PRELOAD:
     try:
         importlib.import_module(_name)
