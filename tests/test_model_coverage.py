@@ -1,0 +1,119 @@
+"""#29: a model is checked layer by layer whatever surrounds a layer, and coverage is part of the
+verdict. A small model the test writes (uint8 I/O through QUANTIZE, an op the litert-int8 table
+lacks in the middle) and pymicro-wakeword's streaming okay_nabu.tflite as the package ships it
+(state variables, SPLIT_V)."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+
+import numpy as np
+import pytest
+
+from reference.registry import golden
+from suite.core.case import Case, Tensor
+from suite.core.errors import QconformError
+from suite.core.spec import check_case
+from suite.models.harvest import harvest_model, parse_inputs
+from suite.models.verdicts import model_verdict
+from targets import get_target
+from targets.base import Timing
+from tests import model_zoo
+from tests.inprocess import run_inprocess
+
+pytest_plugins = "pytester"
+
+
+def _csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_quantize_between_uint8_and_int8_is_a_spec_case_bit_exact_with_litert_reference():
+    """TFLiteConverter's boundary QUANTIZE ops (tf.uint8 I/O): the equal-scale 128 shift of
+    efficientnet_lite0 and requantizations with other scales, both directions."""
+    rng = np.random.default_rng(3)
+    params = [("uint8", "int8", 0.012566017, 131, 0.012566017, 3), ("int8", "uint8", 0.00390625, -128, 0.00390625, 0),
+              ("uint8", "int8", 0.05, 100, 0.03, -7), ("int8", "uint8", 0.02, 5, 0.07, 200),
+              ("uint8", "uint8", 0.02, 5, 0.07, 200)]
+    cases = []
+    for i, (di, do, si, zi, so, zo) in enumerate(params):
+        lo, hi, st = (0, 255, np.uint8) if di == "uint8" else (-128, 127, np.int8)
+        x = Tensor(di, (2, 3, 3, 4), rng.integers(lo, hi + 1, (2, 3, 3, 4)).astype(st), [si], [zi], 0)
+        c = Case(op="QUANTIZE", inputs=[x], outputs=[Tensor(do, x.shape, None, [so], [zo], 0)], id=f"Q-u8-{i}")
+        assert check_case(c) == []
+        cases.append(c)
+    outs = get_target("tflite-ref").run(cases, Timing(0, 1))
+    for c, o in zip(cases, outs):
+        assert o.status == "ok", o.reason
+        np.testing.assert_array_equal(np.asarray(o.outputs[0]).astype(int), golden(c, None)[0].astype(int))
+    # a uint8 code beyond an int8 table's range is still refused where the table says int8
+    bad = dataclasses.replace(cases[0], op="CONV_2D")
+    assert check_case(bad)
+
+
+def test_an_op_not_covered_costs_one_layer_and_the_verdict_names_it(tmp_path, pytester):
+    model = model_zoo.uint8_io_cut_tflite(tmp_path / "cut.tflite")
+    g = harvest_model(model)
+    assert [ly.op for ly in g.layers] == ["QUANTIZE", "CONV_2D", "CONV_2D", "QUANTIZE"]
+    assert g.layers[0].case.inputs[0].dtype == "uint8" and g.layers[-1].case.outputs[0].dtype == "uint8"
+    assert g.not_covered == {"ABS": ["op2:ABS: not in the litert-int8 spec table"]}
+    assert list(g.cuts) == ["abs"]   # the CONV_2D after ABS is fed seeded data in ABS's output quantization
+    x = g.layers[2].case.inputs[0]
+    assert (x.scale, x.zero_point) == ([float(np.float32(0.2))], [-128])
+    assert int(x.data.max()) - int(x.data.min()) > 200   # (seeded over the codes, not ABS's golden: it has none)
+    proc, rd = run_inprocess(pytester, f"--model={model}", "--target=tflite-ref", "--model-inputs=3")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (m,) = _csv(rd / "models.csv")
+    assert (m["layers_checked"], m["layers_total"], m["inputs"], m["whole_model"], m["verdict"]) == \
+        ("4", "5", "3", "ran", "pass")
+    assert m["not_checked"] == "op2:ABS: not in the litert-int8 spec table"
+    assert ("model cut.tflite on tflite-ref: PASS on 4 of 5 layers (1 not covered: 1 ABS (op2: not in the "
+            "litert-int8 spec table))") in proc.stdout
+    # the layer after the cut: judged on the target's own activations there, in the whole model
+    after = next(r for r in _csv(rd / "layers.csv") if r["node"] == "op3:CONV_2D")
+    assert (after["source"], after["status"]) == ("model", "exact")
+    (out,) = _csv(rd / "outputs.csv")
+    assert (out["output"], out["inputs"], out["elements"], out["max_abs_lsb"], out["histogram"]) == \
+        ("out_u8", "3", "300", "0", "0:300")
+    md = (rd / "summary.md").read_text()
+    assert "## Models: verdict and coverage" in md and "- op2:ABS: not in the litert-int8 spec table" in md
+    assert "op2:ABS: not in the litert-int8 spec table" in (rd / "index.html").read_text()
+
+
+def test_streaming_model_state_is_fed_and_every_quantized_layer_checked(pytester):
+    model = model_zoo.okay_nabu_tflite()
+    if model is None:
+        pytest.skip(f"not installed: {model_zoo.missing(model_zoo.WAKEWORD_PACKAGES)} (bash scripts/setup.sh --dev)")
+    g = harvest_model(model)
+    state = {"CALL_ONCE": 1, "VAR_HANDLE": 6, "READ_VARIABLE": 6, "ASSIGN_VARIABLE": 6}
+    assert {op: len(v) for op, v in g.not_covered.items()} == state   # nothing else: 42 of 42 quantized ops
+    assert len({ly.index for ly in g.layers}) == 61 - sum(state.values()) and g.stateful and g.invocations == 4
+    assert len(g.cuts) == 6 and all(why.startswith("state ") for why in g.cuts.values())
+    split = [ly for ly in g.layers if ly.model_op == "SPLIT_V"]
+    assert len(split) == 6 and {ly.op for ly in split} == {"SLICE"}
+    proc, rd = run_inprocess(pytester, f"--model={model}", "--target=tflite-ref")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (m,) = _csv(rd / "models.csv")
+    # the whole model over 4 invocations, its state carried: LiteRT's reference kernels are the golden
+    assert (m["whole_model"], m["inputs"], m["layers_checked"], m["layers_total"]) == ("ran", "4", "42", "61")
+    assert m["layers_exact"] == m["layers"] == "45" and m["output_max_abs_lsb"] == "0.0"
+    assert "PASS on 42 of 61 layers (19 not covered: 1 CALL_ONCE (op0: state:" in proc.stdout
+
+
+def test_a_model_that_ran_is_never_an_error_for_want_of_layers():
+    """The `whole model: : ERROR (the whole model did not run)` line: a run with no layer rows."""
+    v = model_verdict("m.tflite", "tflite", [], [], "ran", None)
+    assert v["verdict"] == "pass"
+
+
+@pytest.mark.parametrize("value, want", [("5", (None, 5)), ("x.npz", ("x.npz", None)), (None, (None, None))])
+def test_model_inputs_takes_an_npz_or_a_count(value, want):
+    assert parse_inputs(value) == want
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "10001"])
+def test_model_inputs_count_out_of_range_is_a_usage_error(value):
+    with pytest.raises(QconformError, match="--model-inputs"):
+        parse_inputs(value)
