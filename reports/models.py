@@ -29,9 +29,9 @@ def _groups(entries: list[str]) -> list[tuple[str, str, list[str]]]:
     """(op, reason, nodes) per distinct (op, reason): ``op12:PRELU: why`` entries grouped."""
     out: dict[tuple[str, str], list[str]] = {}
     for e in entries:
-        node, _, why = e.partition(": ")
-        op = node.split(":", 1)[1] if ":" in node else node
-        out.setdefault((op.split("[", 1)[0], why), []).append(node.split(":", 1)[0])
+        node, _, why = e.partition(": ")   # (a LiteRT node is "op<k>:<OP>"; an ONNX node its name)
+        op = node.split(":", 1)[1].split("[", 1)[0] if ":" in node else ""
+        out.setdefault((op, why), []).append(node.split(":", 1)[0] if op else node)
     return [(op, why, nodes) for (op, why), nodes in out.items()]
 
 
@@ -46,7 +46,7 @@ def coverage_text(row: dict, shown: int = SHOWN) -> str:
         parts = []
         for op, why, nodes in _groups(entries):
             named = ", ".join(nodes[:shown]) + (f", +{len(nodes) - shown}" if len(nodes) > shown else "")
-            parts.append(f"{len(nodes)} {op} ({named}: {why})")
+            parts.append(f"{len(nodes)}{' ' + op if op else ''} ({named}: {why})")
         text += f" ({len(entries)} not covered: " + "; ".join(parts) + ")"
     return text
 

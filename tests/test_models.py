@@ -62,8 +62,9 @@ def test_tflite_model_run_writes_layers_and_models(models, pytester):
     # along the chain with every layer within its tolerance: accumulated, a pass
     assert by["tflite-ref"]["verdict"] == by["tflite"]["verdict"] == "pass"
     assert by["tflite-ref"]["output_status"] == "exact" and by["tflite"]["output_status"] == "accumulated"
-    assert f"model {model.name} on tflite: {by['tflite']['layers_exact']}/94 layers exact, first divergent layer" \
-        in proc.stdout and "(accumulated): PASS" in proc.stdout
+    assert (by["tflite"]["layers_checked"], by["tflite"]["layers_total"], by["tflite"]["not_checked"]) == ("94", "94", "")
+    assert f"model {model.name} on tflite: PASS on 94 of 94 layers; {by['tflite']['layers_exact']}/94 layers exact, " \
+        "first divergent layer" in proc.stdout and "(accumulated)\n" in proc.stdout
     assert json.loads((rd / "run.json").read_text())["options"]["model"] == str(model)
     assert 'id="models-section"' in (rd / "index.html").read_text()
     assert not (pytester.path / "report" / "latest").exists()   # a --model run is another kind of run
@@ -123,7 +124,8 @@ def test_a_whole_model_error_or_a_failing_layer_fails_and_accumulation_alone_doe
     row = {"model": "cls.onnx", "target": "htp", "layers": 1, "layers_exact": 1, "first_divergent_layer": "",
            "first_failing_layer": "", "whole_model": err, "output_max_abs_lsb": "", **v}
     [(line, failing)] = model_lines([row])
-    assert failing and line.startswith("model cls.onnx on htp: 1/1 layers exact") and line.endswith("the run fails")
+    assert failing and line.startswith("model cls.onnx on htp: ERROR (the whole model did not run); 1/1 layers exact")
+    assert line.endswith("the run fails")
     known = fmod.Finding(id="htp-cls-mem", op=("*",), target=("htp",), reason="QNN HTP cannot place it: ...",
                          status=("model-error",), model=("cls*.onnx",))
     monkeypatch.setattr(fmod, "findings", lambda: (known,))

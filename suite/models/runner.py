@@ -102,7 +102,7 @@ def _ort(path: str, target: str, sets: list[dict], tensors: list[str], options: 
     m, _ = read_onnx(path)   # (the bounded read and the harvest's refusals, not onnx.load)
     have = {o.name for o in m.graph.output}
     for name in tensors:
-        if name not in have and name not in feeds:
+        if name not in have and name not in sets[0]:
             m.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
     t = get_target(target, **options)
     sess = t.create_session(m.SerializeToString())
