@@ -86,18 +86,35 @@ def _golden_or_none(golden: Callable[[str], list[np.ndarray]], name: str) -> lis
 
 
 def scheme_stack(case, golden: Callable[[str], list[np.ndarray]], names: list[str]) -> tuple[list[str], np.ndarray]:
-    """The goldens of ``names`` as one int64 matrix [schemes, elements] of codes (float32: ordinals),
-    the case's outputs raveled one after the other; a scheme without a golden is left out
-    (no count rather than a wrong one). Returns (the schemes kept, the matrix)."""
+    """The goldens of ``names`` as one integer matrix [schemes, elements] of codes (float32:
+    ordinals), the case's outputs raveled one after the other; a scheme without a golden is left
+    out (no count rather than a wrong one). Returns (the schemes kept, the matrix). The matrix is
+    of the narrowest type that holds every output's codes (int16 for 8- and 16-bit outputs): the
+    judge keeps it for the case's other targets, and a real model's layer has 10^5-10^6 elements."""
     kept, rows = [], []
+    dt = _stack_dtype(case.outputs)
     for name in names:
         outs = _golden_or_none(golden, name)
         if outs is None:
             continue
-        rows.append(np.concatenate([_ordinal(o, s.dtype).ravel() for o, s in zip(outs, case.outputs)]
-                                   or [np.zeros(0, np.int64)]))
+        rows.append(np.concatenate([_ordinal(o, s.dtype).ravel().astype(dt) for o, s in zip(outs, case.outputs)]
+                                   or [np.zeros(0, dt)]))
         kept.append(name)
-    return kept, (np.stack(rows) if rows else np.zeros((0, 0), np.int64))
+    return kept, (np.stack(rows) if rows else np.zeros((0, 0), dt))
+
+
+def _stack_dtype(specs) -> type:
+    """int16 / int32 when every output's codes (float32: int32 ordinals) fit it, else int64."""
+    def fits(s, lo, hi):
+        if s.dtype == "float32":
+            return hi >= 2**31 - 1
+        info = DTYPES.get(s.dtype)
+        return info is not None and info.qmin is not None and lo <= info.qmin and info.qmax <= hi
+    for dt in (np.int16, np.int32):
+        i = np.iinfo(dt)
+        if all(fits(s, i.min, i.max) for s in specs):
+            return dt
+    return np.int64
 
 
 def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],

@@ -1,8 +1,9 @@
 """Run a whole model on one target and keep every intermediate tensor (one child process each).
 
 ``python -m suite.models.runner MODEL TARGET JOB_DIR`` reads ``JOB_DIR/job.json`` (the tensors to
-keep, the target's options) and ``JOB_DIR/feeds.npz`` (the model's inputs, in its layout) and
-writes ``JOB_DIR/tensors.npz`` (``t<k>``: the k-th tensor of the job, in the model's layout).
+keep, the target's options, the input names, the number of invocations) and ``JOB_DIR/feeds.npz``
+(``f<k>_<j>``: the j-th input of invocation k, in the model's layout) and writes
+``JOB_DIR/tensors<k>.npz`` per invocation (``t<j>``: the j-th tensor of the job, in the model's layout).
 
 * ``tflite`` / ``tflite-ref``: LiteRT (the target's op resolver) on the model with every kept
   tensor made a subgraph output. (``experimental_preserve_all_tensors`` keeps intermediates of
@@ -48,12 +49,13 @@ def can_run(fmt: str, target: str, form: str = "") -> str | None:
 
 
 def run_model(path: str, target: str, feeds: dict[str, np.ndarray] | list[dict[str, np.ndarray]], tensors: list[str],
-              options: dict | None = None, timeout: float = 600.0):
+              options: dict | None = None, timeout: float = 600.0, each=None):
     """({tensor: array in the model's layout}, "") or (None, why it did not run: crash, timeout, error).
     ``feeds`` a list: one invocation per set, in order, on one interpreter or session (a stateful
-    model's state carries over), and a list of tensor dicts back."""
-    many = isinstance(feeds, list)
-    sets = feeds if many else [feeds]
+    model's state carries over); ``each(k, tensors)`` is called for each invocation in order, its
+    tensors read one invocation at a time (the memory does not grow with their count); then
+    (None, "") is returned on success."""
+    sets = feeds if isinstance(feeds, list) else [feeds]
     names = list(sets[0])
     with tempfile.TemporaryDirectory(prefix="qconform-model-") as d:
         job = Path(d)
@@ -70,13 +72,16 @@ def run_model(path: str, target: str, feeds: dict[str, np.ndarray] | list[dict[s
             tail = (p.stderr.strip().splitlines() or [""])[-1][:400]
             kind = "crash" if p.returncode < 0 else "error"
             return None, f"{kind} (exit status {p.returncode}): {tail}"
-        with np.load(job / "tensors.npz") as z:
-            got = [{name: z[f"t{k}_{j}"] for j, name in enumerate(tensors) if f"t{k}_{j}" in z.files}
-                   for k in range(len(sets))]
-        return (got if many else got[0]), ""
+        got = None
+        for k in range(len(sets)):
+            with np.load(job / f"tensors{k}.npz") as z:
+                got = {name: z[f"t{j}"] for j, name in enumerate(tensors) if f"t{j}" in z.files}
+            if each is not None:
+                each(k, got)
+        return (None if each is not None else got), ""
 
 
-def _litert(path: str, target: str, sets: list[dict], tensors: list[str]) -> list[dict[str, np.ndarray]]:
+def _litert(path: str, target: str, sets: list[dict], tensors: list[str]):
     model, _ = read_model(path)
     sg = model.subgraphs[0]
     keys = tensor_keys(sg)
@@ -86,18 +91,16 @@ def _litert(path: str, target: str, sets: list[dict], tensors: list[str]) -> lis
     model.signatureDefs = []
     t = get_target(target)
     it = t._interpreter(tflite_model.serialize(model))
-    got = []
     for feeds in sets:   # (one interpreter: a stateful model's variables carry over)
         for det in it.get_input_details():
             it.set_tensor(det["index"], np.asarray(feeds[keys[det["index"]]]))
         it.invoke()
         out = {keys[d["index"]]: np.array(it.get_tensor(d["index"])) for d in it.get_output_details()}
         out.update({keys[i]: np.asarray(feeds[keys[i]]) for i in sg.inputs})
-        got.append(out)
-    return got
+        yield out
 
 
-def _ort(path: str, target: str, sets: list[dict], tensors: list[str], options: dict) -> list[dict[str, np.ndarray]]:
+def _ort(path: str, target: str, sets: list[dict], tensors: list[str], options: dict):
     onnx = load_onnx()
     m, _ = read_onnx(path)   # (the bounded read and the harvest's refusals, not onnx.load)
     have = {o.name for o in m.graph.output}
@@ -107,7 +110,8 @@ def _ort(path: str, target: str, sets: list[dict], tensors: list[str], options: 
     t = get_target(target, **options)
     sess = t.create_session(m.SerializeToString())
     names = [o.name for o in sess.get_outputs()]
-    return [dict(zip(names, sess.run(names, feeds))) for feeds in sets]
+    for feeds in sets:
+        yield dict(zip(names, sess.run(names, feeds)))
 
 
 def main(argv: list[str]) -> int:
@@ -120,8 +124,8 @@ def main(argv: list[str]) -> int:
         got = _litert(path, target, sets, spec["tensors"])
     else:
         got = _ort(path, target, sets, spec["tensors"], spec.get("options") or {})
-    np.savez(job / "tensors.npz", **{f"t{k}_{j}": g[name] for k, g in enumerate(got)
-                                     for j, name in enumerate(spec["tensors"]) if name in g})
+    for k, g in enumerate(got):   # (one file per invocation, written as it comes: the memory of one)
+        np.savez(job / f"tensors{k}.npz", **{f"t{j}": g[name] for j, name in enumerate(spec["tensors"]) if name in g})
     return 0
 
 

@@ -76,12 +76,11 @@ def whole_model(graph: Graph, target: str, feeds: dict[str, np.ndarray] | list[d
     one row per model output: its error distribution against the chain over the invocations."""
     sets = feeds if isinstance(feeds, list) else [feeds]
     tensors = list(dict.fromkeys([o for ly in graph.layers for o in ly.outputs] + list(graph.cuts)))
-    got_sets, why = run_model(graph.path, target, [model_feeds(graph, f) for f in sets], tensors, options, timeout)
-    if got_sets is None:
-        return None, why
     agg: dict[str, dict] = {}
-    errs: dict[str, list[np.ndarray]] = {}
-    for k, (fs, got) in enumerate(zip(sets, got_sets)):
+    errs: dict[str, dict] = {}
+
+    def each(k: int, got: dict) -> None:   # one invocation: its tensors, then dropped
+        fs = sets[k]
         got = {**to_graph_layout(graph, got), **{n: fs[n] for n in graph.inputs}}
         at_cuts = {t: (got[t] if t in got else fs[t]) for t in graph.cuts}
         ch = chain if (k == 0 and chain is not None and not graph.cuts) else run_graph(graph, {**fs, **at_cuts}, scheme)
@@ -99,8 +98,13 @@ def whole_model(graph: Graph, target: str, feeds: dict[str, np.ndarray] | list[d
             a["acc_pct"], a["acc"] = min(a["acc_pct"], acc_pct), max(a["acc"], acc)
         for o in graph.outputs:
             if o in got and o in ch and np.asarray(got[o]).size == np.asarray(ch[o]).size:
-                errs.setdefault(o, []).append(np.asarray(got[o]).astype(np.int64).reshape(-1)
-                                              - np.asarray(ch[o]).astype(np.int64).reshape(-1))
+                _tally(errs.setdefault(o, {"inputs": 0, "n": 0, "sum": 0, "abs": 0, "max": 0, "exact": 0,
+                                           "hist": np.zeros(2 * HIST_TAIL + 3, np.int64)}),
+                       np.asarray(got[o]).astype(np.int64).reshape(-1) - np.asarray(ch[o]).astype(np.int64).reshape(-1))
+
+    _, why = run_model(graph.path, target, [model_feeds(graph, f) for f in sets], tensors, options, timeout, each)
+    if why:
+        return None, why
     rows = []
     for ly in graph.layers:
         a = agg[ly.node]
@@ -128,20 +132,31 @@ def whole_model(graph: Graph, target: str, feeds: dict[str, np.ndarray] | list[d
     return rows, ""
 
 
-def output_row(model: str, target: str, output: str, errors: list[np.ndarray]) -> dict:
+def _tally(t: dict, e: np.ndarray) -> None:
+    """Add one invocation's output error (LSB) to its running tally (memory: one histogram)."""
+    t["inputs"] += 1
+    t["n"] += int(e.size)
+    t["sum"] += int(e.sum())
+    t["abs"] += int(np.abs(e).sum())
+    t["max"] = max(t["max"], int(np.abs(e).max(initial=0)))
+    t["exact"] += int((e == 0).sum())
+    t["hist"] += np.bincount(np.clip(e, -HIST_TAIL - 1, HIST_TAIL + 1) + HIST_TAIL + 1, minlength=2 * HIST_TAIL + 3)
+
+
+def output_row(model: str, target: str, output: str, t: dict) -> dict:
     """One model output's error distribution in LSB against the golden chain over the inputs (as
     TFLite's inference_diff reports it): mean (signed), mean |err|, max |err|, bit-exact share, and
     a histogram ``err:count`` (one bin per LSB in [-8, 8], the tails in ``<-8`` and ``>8``)."""
-    e = np.concatenate(errors) if errors else np.zeros(0, np.int64)
-    c = np.clip(e, -HIST_TAIL - 1, HIST_TAIL + 1)
-    vals, counts = np.unique(c, return_counts=True)
-    label = {-HIST_TAIL - 1: f"<-{HIST_TAIL}", HIST_TAIL + 1: f">{HIST_TAIL}"}
-    return {"model": model, "target": target, "output": output, "inputs": len(errors), "elements": int(e.size),
-            "mean_lsb": round(float(e.mean()), 6) if e.size else "",
-            "mean_abs_lsb": round(float(np.abs(e).mean()), 6) if e.size else "",
-            "max_abs_lsb": int(np.abs(e).max(initial=0)),
-            "bit_exact_pct": round(float((e == 0).mean() * 100), 4) if e.size else "",
-            "histogram": " ".join(f"{label.get(int(v), int(v))}:{int(n)}" for v, n in zip(vals, counts))}
+    n = t["n"]
+
+    def label(i: int) -> str:
+        v = i - HIST_TAIL - 1
+        return f"<-{HIST_TAIL}" if v < -HIST_TAIL else f">{HIST_TAIL}" if v > HIST_TAIL else str(v)
+
+    return {"model": model, "target": target, "output": output, "inputs": t["inputs"], "elements": n,
+            "mean_lsb": round(t["sum"] / n, 6) if n else "", "mean_abs_lsb": round(t["abs"] / n, 6) if n else "",
+            "max_abs_lsb": t["max"], "bit_exact_pct": round(t["exact"] / n * 100, 4) if n else "",
+            "histogram": " ".join(f"{label(i)}:{int(c)}" for i, c in enumerate(t["hist"]) if c)}
 
 
 def _layer_finding(case, target: str, max_abs: float):
