@@ -117,3 +117,23 @@ def test_model_inputs_takes_an_npz_or_a_count(value, want):
 def test_model_inputs_count_out_of_range_is_a_usage_error(value):
     with pytest.raises(QconformError, match="--model-inputs"):
         parse_inputs(value)
+
+
+def test_scheme_stack_is_kept_in_the_narrowest_type_with_the_same_counts():
+    """The judge keeps each case's [schemes, elements] stack for its other targets: int16 for 8-bit
+    outputs (a real model's 400k-element layer: 8 MB, not 32), the same counts as int64."""
+    from reports import causes
+    rng = np.random.default_rng(1)
+    x = Tensor("int8", (1, 6, 6, 3), rng.integers(-128, 128, (1, 6, 6, 3)).astype(np.int8), [0.05], [3], 0)
+    w = Tensor("int8", (4, 3, 3, 3), rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8), [0.01] * 4, [0] * 4, 0)
+    b = Tensor("int32", (4,), rng.integers(-99, 99, 4).astype(np.int32), [float(np.float32(0.05) * np.float32(0.01))] * 4,
+               [0] * 4, 0)
+    case = Case(op="CONV_2D", inputs=[x, w, b], outputs=[Tensor("int8", (1, 6, 6, 4), None, [0.07], [-5], 0)],
+                attrs={"padding": "SAME", "stride_w": 1, "stride_h": 1, "fused_activation_function": "NONE"})
+    names = causes.kernel_schemes()
+    kept, mat = causes.scheme_stack(case, lambda s: golden(case, s), names)
+    assert mat.dtype == np.int16 and len(kept) > 3
+    wide = np.stack([np.concatenate([np.asarray(o).astype(np.int64).ravel() for o in golden(case, s)]) for s in kept])
+    np.testing.assert_array_equal(mat.astype(np.int64), wide)
+    assert causes._stack_dtype([Tensor("float32", (2,))]) == np.int32
+    assert causes._stack_dtype([Tensor("int32", (2,), None, [1.0], [0], 0)]) == np.int32

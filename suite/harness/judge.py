@@ -30,8 +30,10 @@ from targets.base import Outcome, latency_stats
 from targets.device_runner import isa_flags
 
 
-#: cases whose goldens the judge keeps in memory (a default run has about 1,600)
+#: cases whose goldens the judge keeps in memory (a default run has about 1,600), and their bytes
+#: at most (a real model's layers hold 10^5-10^6 elements each: goldens under every scheme, stacks)
 MEMO_CASES = 4096
+MEMO_BYTES = 128 << 20
 
 
 class Goldens:
@@ -45,6 +47,8 @@ class Goldens:
         # digest -> (goldens, stacks), the last MEMO_CASES cases: each target's rows bring their own
         # Case objects, and the (op, target) groups come in any order (pytest-randomly shuffles them)
         self._digests: OrderedDict[str, tuple[dict, dict]] = OrderedDict()
+        self._sizes: dict[str, int] = {}   # digest -> bytes of its entry, measured when the next one comes
+        self._bytes, self._last = 0, None
         self._new: dict[str, dict] = {}   # digest -> goldens computed here, not yet stored
         self.computed = 0
 
@@ -57,14 +61,28 @@ class Goldens:
             digest = case.digest()
             shared = self._digests.get(digest)
             if shared is None:
+                self._measure()
                 stored = self.store.get(digest) if self.store is not None else None
                 shared = self._digests[digest] = (dict(stored or {}), {})
-                if len(self._digests) > MEMO_CASES:
-                    self._digests.popitem(last=False)
+                self._last = digest
+                while len(self._digests) > MEMO_CASES or (self._bytes > MEMO_BYTES and len(self._digests) > 1):
+                    old, _ = self._digests.popitem(last=False)
+                    self._bytes -= self._sizes.pop(old, 0)
             else:
                 self._digests.move_to_end(digest)
             e = self._cases[id(case)] = (case, digest, *shared)
         return e
+
+    def _measure(self) -> None:
+        """Count the bytes of the entry made last (its goldens and stacks are made by then)."""
+        d = self._last
+        if d is None or d not in self._digests:
+            return
+        goldens, stacks = self._digests[d]
+        n = sum(int(getattr(a, "nbytes", 0)) for outs in goldens.values() for a in outs)
+        n += sum(int(getattr(m, "nbytes", 0)) for _, m in stacks.values())
+        self._bytes += n - self._sizes.get(d, 0)
+        self._sizes[d] = n
 
     def digest(self, case: Case) -> str:
         return self._entry(case)[1]

@@ -78,8 +78,8 @@ def find_cuts(graph: Graph) -> None:
         for i, t in enumerate(ly.inputs):
             if t is not None and t not in have:
                 graph.cuts.setdefault(t, "no layer the golden covers computes it")
-                if t not in graph.specs and ly.case is not None:   # (its consumer's case says its quantization)
-                    graph.specs[t] = ly.case.inputs[i]
+                if t not in graph.specs and ly.case is not None and not (ly.pads and ly.pads[i]):
+                    graph.specs[t] = ly.case.inputs[i]   # (its consumer's case says its quantization)
                 have.add(t)
         have.update(ly.outputs)
     for t in [t for t in graph.cuts if t not in have or t not in graph.specs]:
