@@ -15,7 +15,7 @@ from reference.registry import golden
 from suite.core.case import Case, Tensor
 from suite.core.errors import QconformError
 from suite.core.spec import check_case
-from suite.models.harvest import harvest_model, parse_inputs
+from suite.models.harvest import coverage_text, harvest_model, parse_inputs
 from suite.models.verdicts import model_verdict
 from targets import get_target
 from targets.base import Timing
@@ -60,6 +60,7 @@ def test_an_op_not_covered_costs_one_layer_and_the_verdict_names_it(tmp_path, py
     assert g.layers[0].case.inputs[0].dtype == "uint8" and g.layers[-1].case.outputs[0].dtype == "uint8"
     assert g.not_covered == {"ABS": ["op2:ABS: not in the litert-int8 spec table"]}
     assert list(g.cuts) == ["abs"]   # the CONV_2D after ABS is fed seeded data in ABS's output quantization
+    assert "- abs: the output of op2:ABS, not covered" in coverage_text(g)   # (qconform harvest's coverage.md)
     x = g.layers[2].case.inputs[0]
     assert (x.scale, x.zero_point) == ([float(np.float32(0.2))], [-128])
     assert int(x.data.max()) - int(x.data.min()) > 200   # (seeded over the codes, not ABS's golden: it has none)

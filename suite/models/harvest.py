@@ -213,4 +213,7 @@ def coverage_text(graph: Graph) -> str:
     lines += [f"| {op} | {n} | not covered |" for op, n in sorted(c["not_covered"].items())]
     for op, nodes in sorted(graph.not_covered.items()):
         lines += ["", f"{op} not covered:"] + [f"- {n}" for n in nodes]
+    if graph.cuts:   # the layers after them are cases all the same
+        lines += ["", "Cuts (tensors no covered layer computes, fed seeded data in their quantization):"]
+        lines += [f"- {t}: {why}" for t, why in graph.cuts.items()]
     return "\n".join(lines) + "\n"
