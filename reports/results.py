@@ -8,10 +8,12 @@ JSON, a ``status`` of :class:`suite.core.verdict.Status`, finite numbers), else 
 QconformError names the file and the line. Every string read is cleaned of control and
 undecodable characters (suite/core/text.py) before any report sees it.
 
-A row's ``status`` is the value of a :class:`suite.core.verdict.Status`. The same
-(case_id, target, device) may have several rows (a test run again, a resumed run): the
-last one counts. The report reads the file twice and holds no row list: :func:`index_rows`
-finds the last row of each, :func:`rows_at` reads just those (:func:`iter_last_rows`).
+A row's ``status`` is the value of a :class:`suite.core.verdict.Status`. Every reader takes the
+file through :func:`numbered`: a regular file (never through a link, never a FIFO or device),
+bounded in bytes, line length and rows, each (case_id, target, device) once and all rows of one
+``run_id`` (a second row of a pair, or a row of another run, would let a later row replace a
+verdict: refused, naming the line). The report reads the file twice and holds no row list:
+:func:`index_rows` finds each row, :func:`rows_at` reads just those (:func:`iter_last_rows`).
 
 Every report artefact is written atomically (:func:`write_atomic`, :func:`atomic`): into
 ``<name>.tmp`` beside it, then renamed over it; on any error the tmp file is removed and
@@ -21,8 +23,10 @@ the error names the artefact's path.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -43,7 +47,8 @@ class ResultWriter:
         self.dir = Path(report_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / RESULTS
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        # (O_NOFOLLOW: a results.jsonl planted as a link is never written through to what it names)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
         if truncate:
             flags |= os.O_TRUNC
         self._fd = os.open(self.path, flags, 0o644)
@@ -83,17 +88,68 @@ def _file(path: str | os.PathLike) -> Path:
     return p / RESULTS if p.is_dir() else p
 
 
-def scan(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(byte offset, row) of every complete row of a results.jsonl (or of the one in a folder);
-    QconformError naming the file and line for a line that is not a row (a torn last line is
-    skipped)."""
+#: bounds of a results.jsonl: its size, one line (a row), its rows (each costs the readers an index entry)
+MAX_BYTES = 2 << 30
+MAX_LINE = 4 << 20
+MAX_ROWS = 4_000_000
+_RULE = (f"a regular file (not a link, FIFO or device) of at most {MAX_BYTES:,} bytes, {MAX_ROWS:,} rows "
+         f"and {MAX_LINE:,} bytes a line, each (case, target, device) once, all of one run_id")
+
+
+def open_results(path: str | os.PathLike, limit: int = MAX_BYTES):
+    """The results.jsonl ``path`` (or the one in a folder) opened to read, or None if there is none:
+    a regular file of at most ``limit`` bytes, judged on the very file opened (O_NOFOLLOW: a link in
+    the run folder is not followed to what it names; O_NONBLOCK: a FIFO does not block the open);
+    else one QconformError naming it."""
     p = _file(path)
-    if not p.exists():
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as e:   # ELOOP: a symbolic link (O_NOFOLLOW)
+        why = "is a symbolic link" if os.path.islink(p) else f"cannot be read: {e.strerror or e}"
+        raise QconformError(why, source=str(p), rule=_RULE) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise QconformError("is not a regular file", source=str(p), rule=_RULE)
+        if st.st_size > limit:
+            raise QconformError(f"holds {st.st_size:,} bytes, more than {limit:,}", source=str(p), rule=_RULE)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _bad(p: Path, n: int, why: str) -> QconformError:
+    return QconformError(f"line {n} {why}", source=str(p), rule=_RULE)
+
+
+def numbered(path: str | os.PathLike, limit: int | None = None) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """(line number, byte offset, row) of every complete row of a results.jsonl (or of the one in a
+    folder), in its first ``limit`` bytes (all of them if None), read under :data:`MAX_BYTES`,
+    :data:`MAX_LINE` and :data:`MAX_ROWS`. A row whose (case_id, target, device) has a row already,
+    or whose ``run_id`` is not the first row's, is refused like a corrupt line: the file is the
+    record of one run, each pair judged once (a re-run of a test writes no second row:
+    suite/harness/run.py), so no later row may replace an earlier verdict. QconformError naming
+    the file and line; a torn last line is skipped."""
+    p = _file(path)
+    f = open_results(p)
+    if f is None:
         return
-    offset = 0
-    with open(p, "rb") as f:
-        for n, raw in enumerate(f, 1):
+    seen: dict[tuple, int] = {}
+    run_id = None
+    with f:
+        offset, rows = 0, 0
+        for n in itertools.count(1):
+            if limit is not None and offset >= limit:
+                return
+            raw = f.readline(MAX_LINE + 1)
+            if not raw:
+                return
             at, offset = offset, offset + len(raw)
+            if len(raw) > MAX_LINE:
+                raise _bad(p, n, f"is longer than {MAX_LINE:,} bytes")
             try:
                 row = _parse(raw)
             except ValueError as e:
@@ -102,8 +158,29 @@ def scan(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise QconformError(f"line {n} is not a result row: {e}", source=str(p),
                                     rule="one JSON row per line as qconform writes it; a corrupt run is not "
                                          "reported or compared") from None
-            if row is not None:
-                yield at, row
+            if row is None:
+                continue
+            rows += 1
+            if rows > MAX_ROWS:
+                raise _bad(p, n, f"is row {rows:,}: more than {MAX_ROWS:,}")
+            rid = row.get("run_id")
+            if rid is not None:
+                if run_id is None:
+                    run_id = rid
+                elif rid != run_id:
+                    raise _bad(p, n, f"is a row of run {str(rid)[:60]!r}, not of {str(run_id)[:60]!r}")
+            key = row_key(row)
+            if key in seen:
+                raise _bad(p, n, f"repeats the (case, target, device) {key[0][:80]}:{key[1][:60]}"
+                                 f"{'@' + str(key[2])[:60] if key[2] else ''} of line {seen[key]}")
+            seen[key] = n
+            yield n, at, row
+
+
+def scan(path: str | os.PathLike, limit: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(byte offset, row) of every complete row (:func:`numbered`)."""
+    for _, at, row in numbered(path, limit):
+        yield at, row
 
 
 #: fields every row has, and the numeric ones (a number or null, finite, within int64 if whole)
@@ -143,6 +220,9 @@ def parse_row(raw: bytes | str) -> dict[str, Any] | None:
     for k in REQUIRED:
         if not isinstance(row.get(k), str) or not row[k]:
             raise ValueError(f"field '{k}' is missing or not a string")
+    for k in ("device", "run_id"):
+        if row.get(k) is not None and not isinstance(row[k], str):
+            raise ValueError(f"field '{k}' is not a string")
     if row["status"] not in _STATUSES:
         raise ValueError(f"status {row['status'][:40]!r} is none of {', '.join(sorted(_STATUSES))}")
     for k in NUMERIC:
@@ -178,10 +258,13 @@ def index_rows(path: str | os.PathLike, tag: Callable[[dict], Any] | None = None
 
 def rows_at(path: str | os.PathLike, offsets: Iterable[int]) -> Iterator[dict[str, Any]]:
     """The rows starting at ``offsets`` (from :func:`index_rows`), one at a time."""
-    with open(_file(path), "rb") as f:
+    f = open_results(path)
+    if f is None:
+        return
+    with f:
         for at in offsets:
             f.seek(at)
-            row = _parse(f.readline())
+            row = _parse(f.readline(MAX_LINE + 1))
             if row is not None:
                 yield row
 

@@ -149,10 +149,13 @@ class RunFolder:
 def _lock(path: Path) -> int:
     p = path / LOCK
     try:
-        fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(p, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)   # (never through a link)
     except OSError as e:
         if e.errno in (errno.ENOENT, errno.ENOTDIR):
             raise QconformError("no such run folder", source=str(path), field="--resume") from None
+        if e.errno == errno.ELOOP:
+            raise QconformError("is a symbolic link", source=str(p), field="--resume",
+                                rule="a run folder holds only files and folders") from None
         raise disk_error(p, e) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reports.results import RESULTS, scan
 from reports.runinfo import load_run_json
 from suite.core.errors import QconformError
 from targets import BUILTIN
@@ -62,6 +63,7 @@ def open_run(run_dir: str, report_dir: str | None = None) -> Resume:
     if not p.exists() and not p.is_symlink():
         raise QconformError("has no run.json: not the report folder of a run (or the run never started)",
                             source=str(d), field="--resume", rule="--resume takes the report folder of an earlier run")
+    no_links(d)
     info = load_run_json(d, "--resume")
     opts = info["options"]
     if not isinstance(info.get("run_id"), str) or not info["run_id"]:
@@ -71,6 +73,35 @@ def open_run(run_dir: str, report_dir: str | None = None) -> Resume:
         raise QconformError(f"--report-dir {report_dir} differs from the run being resumed", field="--resume",
                             rule="a resumed run reports into RUN_DIR (omit --report-dir)")
     return Resume(d, info["run_id"], info.get("started"), opts)
+
+
+#: entries a run folder holds at most (the walk that looks for links is bounded too)
+MAX_ENTRIES = 1_000_000
+
+
+def no_links(d: Path) -> None:
+    """One QconformError if the run folder ``d`` (named on the command line) holds a symbolic link,
+    a FIFO or a device anywhere below it: a resumed run reads and appends to results.jsonl, writes
+    failures/ and run.json, and must never read or write through a link to a file outside it."""
+    stack, seen = [d], 0
+    while stack:
+        here = stack.pop()
+        try:
+            entries = list(os.scandir(here))
+        except OSError as e:
+            raise QconformError(f"cannot be read: {e.strerror or e}", source=str(here), field="--resume") from None
+        for e in entries:
+            seen += 1
+            if seen > MAX_ENTRIES:
+                raise QconformError(f"holds more than {MAX_ENTRIES:,} entries", source=str(d), field="--resume",
+                                    rule="a run folder as qconform writes it")
+            if e.is_symlink() or not (e.is_dir(follow_symlinks=False) or e.is_file(follow_symlinks=False)):
+                kind = "a symbolic link" if e.is_symlink() else "neither a file nor a folder (a FIFO, a device)"
+                raise QconformError(f"is {kind}", source=e.path, field="--resume",
+                                    rule="a run folder holds only files and folders: a resumed run never reads "
+                                         "or writes through a link")
+            if e.is_dir(follow_symlinks=False):
+                stack.append(Path(e.path))
 
 
 def _given(argv: list[str], opt: str) -> bool:
@@ -140,9 +171,9 @@ def _show(v) -> str:
 
 def repair_tail(report_dir: Path) -> int:
     """Cut a torn last line off results.jsonl; returns the file's size afterwards (0 if absent)."""
-    p = Path(report_dir) / "results.jsonl"
+    p = Path(report_dir) / RESULTS
     try:
-        size = p.stat().st_size
+        size = p.lstat().st_size
     except OSError:
         return 0
     if size == 0:
@@ -155,7 +186,8 @@ def repair_tail(report_dir: Path) -> int:
 
 
 def _cut_torn_line(p: Path, size: int) -> int:
-    with open(p, "rb+") as f:
+    # (O_NOFOLLOW: a link planted since open_run looked is not followed to what it names)
+    with os.fdopen(os.open(p, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0)), "rb+") as f:
         f.seek(max(0, size - 1))
         if f.read(1) == b"\n":
             return size
@@ -178,23 +210,13 @@ def _cut_torn_line(p: Path, size: int) -> int:
 
 
 def recorded(report_dir: Path, run_id: str, offset: int) -> dict[tuple[str, str], int]:
-    """(case_id, target) -> number of distinct rows (devices) recorded in the first ``offset`` bytes."""
-    p = Path(report_dir) / "results.jsonl"
-    seen: dict[tuple[str, str], set] = {}
-    if offset <= 0 or not p.exists():
+    """(case_id, target) -> number of distinct rows (devices) recorded in the first ``offset`` bytes
+    (read by reports.results: bounded, each pair once, one run id)."""
+    seen: dict[tuple, set] = {}
+    if offset <= 0:
         return {}
-    with open(p, "rb") as f:
-        data = f.read(offset)
-    for raw in data.splitlines():
-        raw = raw.strip()
-        if not raw:
+    for _, row in scan(Path(report_dir) / RESULTS, limit=offset):
+        if row.get("run_id") != run_id:
             continue
-        try:
-            row = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            continue
-        if not isinstance(row, dict) or row.get("run_id") != run_id:
-            continue
-        key = (str(row.get("case_id")), str(row.get("target")))
-        seen.setdefault(key, set()).add(row.get("device"))
+        seen.setdefault((str(row.get("case_id")), str(row.get("target"))), set()).add(row.get("device"))
     return {k: len(v) for k, v in seen.items()}
