@@ -11,8 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from reports import Report, write_reports
-from reports.results import ResultWriter, index_rows, iter_last_rows, read_rows
+from reports.results import ResultWriter, index_rows, iter_last_rows, iter_rows, read_rows
+from suite.core.errors import QconformError
 from reports.summary import summarize, to_csv, to_text
 from tests.conftest import ROOT
 
@@ -58,22 +61,31 @@ def _rows(n: int) -> list[dict]:
     return out
 
 
-# ----------------------------------------------------------------------------- the last row of each counts
+# ----------------------------------------------------------------------------- each pair once, one run
 
-def test_the_last_row_of_each_case_counts_in_the_place_of_its_first(tmp_path):
-    first = [_row(0), _row(1), _row(2, target="u")]
-    again = _row(0, status="fail")                                  # case 0 on t run again: now it fails
-    d = _write(tmp_path / "run", first + [_row(3), again])
+def test_each_case_once_in_the_order_of_the_rows(tmp_path):
+    rows = [_row(0), _row(1), _row(2, target="u"), _row(3)]
+    d = _write(tmp_path / "run", rows)
     with open(d / "results.jsonl", "a") as f:
         f.write('{"run_id":"r1","case_id":"ADD-x-00004","op":"AD')            # a torn last line
-    rows = read_rows(d)
-    assert [r["case_id"] for r in rows] == ["ADD-x-00000", "ADD-x-00001", "ADD-x-00002", "ADD-x-00003"]
-    assert rows[0]["status"] == "fail" and rows == list(iter_last_rows(d))
+    assert read_rows(d) == rows == list(iter_last_rows(d))
     assert list(index_rows(d)) == [(r["case_id"], r["target"], None) for r in rows]
     rep = write_reports(d)
-    assert rep.counts == {"pass": 3, "fail": 1} and not rep.errors
-    assert [(r["target"], r["cases"], r["failed"]) for r in rep.summary] == [("t", 3, 1), ("u", 1, 0)]
-    assert rep.summary == summarize(rows)
+    assert rep.counts == {"pass": 4} and not rep.errors
+
+
+@pytest.mark.parametrize("extra, words", [
+    (_row(0, status="pass"), "line 3 repeats the (case, target, device) ADD-x-00000:t of line 1"),
+    ({**_row(5), "run_id": "other"}, "line 3 is a row of run 'other', not of 'r1'"),
+])
+def test_a_second_row_of_a_pair_or_a_row_of_another_run_is_refused(tmp_path, extra, words):
+    """The probe of issue #33: a fail followed by its pass again (or a baseline's rows under another
+    run id) once made the last row win: diff said NO REGRESSION."""
+    d = _write(tmp_path / "run", [_row(0, status="fail"), _row(1), extra])
+    for read in (read_rows, index_rows, lambda x: list(iter_last_rows(x)), lambda x: list(iter_rows(x))):
+        with pytest.raises(QconformError) as e:
+            read(d)
+        assert words in str(e.value) and "results.jsonl" in str(e.value)
 
 
 # ----------------------------------------------------------------------------- the artefacts

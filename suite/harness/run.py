@@ -51,6 +51,7 @@ class Run:
         self._queued: dict[str, set[str]] = defaultdict(set)   # target -> ids of its planned cases
         self._groups: dict[tuple[str, str], list[Case]] = {}   # lazy plan: (target, op) -> cases
         self._verdicts: dict[tuple[str, str], Verdict | Exception] = {}   # judged, not yet asked for
+        self._rowed: set[tuple[str, str]] = set()   # (target, case id)s with their row written
         self.stats: Counter = Counter()
         # witnesses (reports/witness.py): case id -> target -> (bit-exact, out_digest) of its row
         self._seen: dict[str, dict[str, tuple]] = defaultdict(dict)
@@ -132,7 +133,14 @@ class Run:
             v.row["failure_file"] = str(path)
             v.row["repro"] = repro_command(failure[JUDGED], path)
             v.message += f"\nreproduce: {v.row['repro']}"
-        self.folder.append(v.row)
+        # a test asked again (pytest-rerunfailures, pytest-repeat) is judged again for pytest, but the
+        # record keeps its first row: results.jsonl holds each pair once (reports/results.py), so a
+        # re-run can never replace a failure with a pass
+        if (target, case.id) not in self._rowed:
+            self._rowed.add((target, case.id))
+            self.folder.append(v.row)
+        else:
+            v.message += "\n(asked again: its row is the first verdict's)"
         v.message = clean(v.message)   # (a kernel's text: no control or undecodable character in pytest's output)
         return v
 
