@@ -206,6 +206,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     report.waiver_problems = check.problems(waivers)
     if "summary" not in failed:
         try:
+            summary.incomplete = incomplete(info, tally.rows if "tally" not in failed else None)
             summary.pair_table()   # judges each (op, target) whole: summary.verdicts
             report.groups = [{"op": k[0], "target": k[1], **f} for k, fs in summary.verdicts.items() for f in fs]
         except Exception as e:  # noqa: BLE001
@@ -220,6 +221,8 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
             info = with_results(run_info, counts=report.counts, rows=tally.rows, devices=list(tally.devices),
                                 isa=tally.isa)
         attempt(RUN_JSON, (), lambda: write_run_info(d, info))
+    elif info and "tally" not in failed:   # (rebuilt: the verdict counts the rows there are, not run.json's)
+        info = {**info, "cost": {**(info.get("cost") or {}), "rows": tally.rows}}
     cert = None
     if certify:
         if certifier is not None and "certificate" not in failed:
@@ -310,6 +313,21 @@ def _parquet_done(child: subprocess.Popen, d: Path) -> Path:
     if child.returncode != 0:
         raise RuntimeError(err.strip().splitlines()[-1] if err.strip() else f"exit status {child.returncode}")
     return d / PARQUET
+
+
+def incomplete(info: dict | None, rows: int | None) -> str | None:
+    """Why the run of run.json ``info`` with ``rows`` rows is incomplete (its group verdicts are then
+    no verdicts), or None. A report rebuilt without run.json (results.jsonl alone) is judged as it is."""
+    if not info:
+        return None
+    if info.get("interrupted") or not info.get("finished"):
+        return "the run did not finish"
+    if info.get("exit_status") == 2:
+        return "the run was interrupted"
+    missing = missing_rows(info, rows) if rows is not None else 0
+    if missing:
+        return f"{missing} of {info['planned']} planned results have no row"
+    return None
 
 
 def terminal_lines(report: Report | None) -> list[tuple[str, dict]]:

@@ -363,6 +363,11 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
     if whole:
         parts.append('<p id="whole">(op, target)s failing as a whole (bias, declared scheme):</p><ul>' + "".join(
             f"<li><b>{_e(r['op'])} on {_e(r['target'])}</b>: {_e(r['group_failure'])}</li>" for r in whole) + "</ul>")
+    unjudged = [r for r in pairs if r.get("group_incomplete")]   # an incomplete run: no group verdict
+    if unjudged:
+        parts.append('<p id="whole-incomplete">(op, target)s not judged as a whole (the run is incomplete):</p><ul>'
+                     + "".join(f"<li><b>{_e(r['op'])} on {_e(r['target'])}</b>: {_e(r['group_incomplete'])}</li>"
+                               for r in unjudged) + "</ul>")
 
     # ---- matrix
     parts.append('<h2 id="matrix-section">Op x target matrix</h2>')

@@ -160,6 +160,10 @@ class Summary:
         self.verdicts: dict[tuple, list[dict]] = {}   # (op, target) -> judge_group's failures (pair_table)
         self._first: dict[tuple, str] = {}   # (op, target, case id) -> the first device it ran on
         self.repeated: set[tuple] = set()    # (op, target)s with a case on two devices or more
+        #: why the run is incomplete (interrupted, planned results without a row), else None: then no
+        #: (op, target) is judged whole (a partial group's bias is no verdict), each is marked
+        #: ``group_incomplete`` instead, never failing nor passing
+        self.incomplete: str | None = None
 
     def add(self, row: dict) -> None:
         op, target = row.get("op"), row.get("target")
@@ -192,6 +196,12 @@ class Summary:
                                      self.versions.get(key["target"]), self.expected.get(key["target"]), g.prefer)
         if "device" not in key and (key["op"], key["target"]) in self.repeated:
             cols, failures = self._per_device(key["op"], key["target"], cols)
+        if self.incomplete:
+            partial = "; ".join(f["text"] for f in failures)
+            cols = {**cols, "group_failure": None, "group_known": None,
+                    "group_incomplete": f"not judged as a whole: {self.incomplete}"
+                                        + (f" (its partial rows: {partial})" if partial else "")}
+            failures = []
         r.update(cols)
         known = sorted({f["finding"] for f in failures if f["finding"]} - set((r.get("findings") or "").split(",")))
         if known:
@@ -379,6 +389,10 @@ def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[d
     if whole:
         out.append("## (op, target)s failing as a whole (bias, declared scheme)\n\n"
                    + "".join(f"- {r['op']} on {r['target']}: {_md(r['group_failure'])}\n" for r in whole))
+    unjudged = [r for r in summary if r.get("group_incomplete")]
+    if unjudged:
+        out.append("## (op, target)s not judged as a whole: the run is incomplete\n\n"
+                   + "".join(f"- {r['op']} on {r['target']}: {_md(r['group_incomplete'])}\n" for r in unjudged))
     if review:   # ---- golden values no runtime reproduces (reports/witness.py)
         out.append(f"## Golden values for review: {len(review)} cases that two runtimes or more ran, none bit-exact\n\n"
                    + to_markdown(review[:MD_NEW_CAP]))
