@@ -20,7 +20,7 @@ import numpy as np
 
 from suite.core.dtypes import DTYPES
 from suite.core.errors import QconformError
-from suite.core.spec import known_ops, tables, with_defaults
+from suite.core.spec import known_ops, output_problem, tables, with_defaults
 from suite.core.userfile import read_text
 
 FORMAT = "qconform-case/1"
@@ -309,9 +309,13 @@ def case_from_dict(obj: Any, source: str = "<case>") -> Case:
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index <= DIM_MAX:
         v.fail("index", f"must be an integer in [0, {DIM_MAX}] (got {str(index)[:40]})", "integer field")
     attrs = with_defaults(op, spec_name, attrs)   # one value for the golden and every target
-    return Case(op=op, inputs=inputs, outputs=outputs, attrs=attrs, id=obj.get("id", ""),
+    case = Case(op=op, inputs=inputs, outputs=outputs, attrs=attrs, id=obj.get("id", ""),
                 variant=obj.get("variant", "file"), index=index, clause=obj.get("clause", ""),
                 spec=spec_name, description=obj.get("description", ""), source=source)
+    big = output_problem(case)   # (with or without the spec check: what the op computes is bounded)
+    if big:
+        v.fail(big[0], big[1], "what an op computes is bounded by its inputs (suite/core/spec.py OUTPUT_FLOOR)")
+    return case
 
 
 class _Validator:
@@ -340,6 +344,10 @@ class _Validator:
         size = math.prod(shape)
         if size > ELEMENTS_MAX:
             self.fail(f"{where}.shape", f"{size} elements is above the supported 2^26", "size limit")
+        extent = math.prod(max(d, 1) for d in shape)   # (an empty tensor's other dimensions are bounded too)
+        if extent > ELEMENTS_MAX:
+            self.fail(f"{where}.shape", f"{shape} spans {extent} elements, its empty dimensions counted as 1: "
+                      "above the supported 2^26", "size limit")
         data = None
         if "data" in t and not need_data:
             self.fail(f"{where}.data", "an output's values are what the golden computes: a case gives none "

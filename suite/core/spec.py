@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from suite.core.dtypes import DTYPES
 from suite.core.userfile import tomllib   # (tomli on Python 3.10)
 
@@ -54,6 +56,13 @@ ATTRS: dict[str, tuple[tuple, Any]] = {
 #: the golden's largest intermediate array (a padded input, a convolution's gathered taps), in
 #: elements: 2^27, 1 GiB at 8 bytes (docs/case-format.md)
 WORK_MAX = 1 << 27
+#: the elements a case's outputs (and a broadcast, a padding) may hold beyond its inputs': at least
+#: OUTPUT_FLOOR, else OUTPUT_GROWTH x the inputs' elements (an upsampling, a bias broadcast) (docs/case-format.md)
+OUTPUT_FLOOR = 1 << 22
+OUTPUT_GROWTH = 16
+#: the element-wise ops whose two inputs broadcast (reference/common.py binary_operands)
+BROADCASTING = frozenset({"ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "EQUAL", "NOT_EQUAL", "GREATER",
+                          "GREATER_EQUAL", "LESS", "LESS_EQUAL"})
 
 
 def _is_int(v) -> bool:
@@ -278,6 +287,9 @@ def check_case(case) -> list[Violation]:
     if not out:
         _check_work(case, bad)
         _check_agreement(case, bad)
+        big = output_problem(case)
+        if big:
+            bad(("inputs",), *big)
 
     n_required = sum(1 for t in r.inputs if not t.optional and not t.variadic)
     if len(case.inputs) < n_required:
@@ -458,6 +470,54 @@ def _check_work(case, bad) -> None:
     if worst > WORK_MAX:
         bad(("attrs",), "attrs", f"window {k[0]}x{k[1]}, dilation {dil[0]}x{dil[1]} and stride {stride[0]}x{stride[1]} "
             f"over input {list(x)} make the golden hold {worst} elements, above the supported 2^27")
+
+
+def output_problem(case) -> tuple[str, str] | None:
+    """(field, why) when what ``case``'s op will compute (its declared outputs, the broadcast of its
+    inputs, a padding, a gather) holds more elements than :data:`OUTPUT_FLOOR` and
+    :data:`OUTPUT_GROWTH` x its inputs' elements allow: a small file must not make the golden or a
+    target allocate gigabytes. None if it fits (or the shapes are wrong: the golden says how)."""
+    inputs = sum(math.prod(t.shape) for t in case.inputs)
+    limit = max(OUTPUT_FLOOR, OUTPUT_GROWTH * inputs)
+
+    def over(n: int, fld: str, what: str) -> tuple[str, str] | None:
+        if n <= limit:
+            return None
+        return fld, (f"{what} holds {n:,} elements: more than {limit:,} (the larger of {OUTPUT_FLOOR:,} and "
+                     f"{OUTPUT_GROWTH} x the inputs' {inputs:,})")
+
+    declared = sum(math.prod(t.shape) for t in case.outputs)
+    found = over(declared, "outputs", f"{case.op}'s declared outputs")
+    if found:
+        return found
+    xs = [tuple(t.shape) for t in case.inputs]
+    try:
+        if case.op in BROADCASTING and len(xs) >= 2:
+            return over(math.prod(np.broadcast_shapes(xs[0], xs[1])), "inputs[1].shape",
+                        f"the broadcast of {list(xs[0])} and {list(xs[1])}")
+        if case.op == "BATCH_MATMUL" and len(xs) >= 2 and min(len(xs[0]), len(xs[1])) >= 2:
+            batch = math.prod(np.broadcast_shapes(xs[0][:-2], xs[1][:-2]))
+            m = xs[0][-1] if case.attrs.get("adj_x") else xs[0][-2]
+            n = xs[1][-2] if case.attrs.get("adj_y") else xs[1][-1]
+            return over(batch * m * n, "inputs[1].shape",
+                        f"the batches of {list(xs[0])} and {list(xs[1])}")
+        if case.op in ("PAD", "PADV2", "SPACE_TO_BATCH_ND") and len(case.inputs) >= 2 and case.inputs[1].data is not None:
+            pads = np.asarray(case.inputs[1].data, dtype=object).ravel().tolist()
+            x = xs[0] if case.op != "SPACE_TO_BATCH_ND" else xs[0][1:3]
+            if len(pads) == 2 * len(x) and all(isinstance(v, int) for v in pads):
+                n = math.prod(max(d + a + b, 0) for d, a, b in zip(x, pads[::2], pads[1::2]))
+                n *= math.prod(xs[0]) // max(math.prod(x), 1) if case.op == "SPACE_TO_BATCH_ND" else 1
+                return over(n, "inputs[1].data", f"{list(xs[0])} padded by {pads}")
+        if case.op == "GATHER" and len(xs) >= 2 and xs[0]:
+            axis = case.attrs.get("axis") or 0
+            if isinstance(axis, int) and -len(xs[0]) <= axis < len(xs[0]):
+                bd = case.attrs.get("batch_dims") or 0
+                bd = bd if isinstance(bd, int) and 0 <= bd <= min(len(xs[1]), axis % len(xs[0])) else 0
+                n = math.prod(xs[0]) // max(xs[0][axis], 1) * math.prod(xs[1][bd:])
+                return over(n, "inputs[1].shape", f"{list(xs[0])} gathered by {list(xs[1])} indices")
+    except (ValueError, TypeError):
+        return None   # (shapes that do not broadcast: the golden names them)
+    return None
 
 
 def _check_agreement(case, bad) -> None:
