@@ -20,6 +20,7 @@ from suite.core.errors import QconformError
 from tests.conftest import ROOT
 
 HOSTILE = ROOT / "tests" / "data" / "hostile"
+DIM = (1 << 31) - 1
 
 
 def _in(tmp_path: Path, *names: str) -> Path:
@@ -219,6 +220,19 @@ def _reshape_contradiction():
     return d
 
 
+def _shapes(op, inputs, outputs, data=None):
+    """``op``'s case with its inputs of ``inputs`` shapes (int8 zeros, or ``data`` per input where given)."""
+    def make():
+        d = _case_doc(op)
+        for i, shape in enumerate(inputs):
+            d["inputs"][i]["shape"] = shape
+            d["inputs"][i]["data"] = (data or {}).get(i, [0] * math.prod(shape))
+        for i, shape in enumerate(outputs):
+            d["outputs"][i]["shape"] = shape
+        return d
+    return make
+
+
 HOSTILE_CASES = {   # probe of issue #21 -> (the case, the field its error names)
     "pool filter_height 2^24": (_edit("AVERAGE_POOL_2D", filter_height=1 << 24), "attrs.filter_height"),
     "conv dilation_h_factor 2^24": (_edit("CONV_2D", dilation_h_factor=1 << 24), "attrs.dilation_h_factor"),
@@ -231,6 +245,16 @@ HOSTILE_CASES = {   # probe of issue #21 -> (the case, the field its error names
     "output with data": (_output_data, "outputs[0].data"),
     "RESHAPE new_shape against its shape input": (_reshape_contradiction, "attrs.new_shape"),
     "index 1e30": (lambda: {**_case_doc("ADD"), "index": 10 ** 30}, "index"),
+    # issue #33: what the op computes, not only each tensor, is bounded
+    "an empty tensor of 2^31-1 dimensions": (_shapes("ADD", [[0, DIM, DIM, DIM]] * 2, [[0, DIM, DIM, DIM]]),
+                                             "inputs[0].shape"),
+    "RESIZE_BILINEAR of 90 values to [8192, 2048]": (_shapes("RESIZE_BILINEAR", [[1, 5, 6, 3], [2]], [[1, 8192, 2048, 3]],
+                                                             {1: [8192, 2048]}), "outputs"),
+    "ADD [1,8192,1,1] + [1,1,8192,1]": (_shapes("ADD", [[1, 8192, 1, 1], [1, 1, 8192, 1]], [[1, 8192, 8192, 1]]),
+                                        "outputs"),
+    "the same, its output declared small": (_shapes("ADD", [[1, 8192, 1, 1], [1, 1, 8192, 1]], [[1, 1, 1, 1]]),
+                                            "inputs[1].shape"),
+    "PAD of 113 values by 2^30": (_shapes("PAD", [[113], [1, 2]], [[113]], {1: [0, 1 << 30]}), "inputs[1].data"),
 }
 
 
@@ -243,6 +267,16 @@ def test_a_hostile_case_is_one_error_before_anything_is_allocated(tmp_path, name
     with pytest.raises(QconformError) as e:
         load_case_files([str(p)])
     assert e.value.field == field and e.value.source == str(p), str(e.value)
+
+
+@pytest.mark.parametrize("command", ["golden", "witness"])
+def test_golden_and_witness_give_one_error_for_an_empty_tensor_of_huge_dimensions(tmp_path, qconform, command):
+    """Issue #33: `array is too big` was a traceback of qconform golden and witness."""
+    p = tmp_path / "case.json"
+    p.write_text(json.dumps(HOSTILE_CASES["an empty tensor of 2^31-1 dimensions"][0]()))
+    rc, err = qconform(tmp_path, command, str(p), *(["--target=ref"] if command == "witness" else []))
+    assert rc == 2 and "Traceback" not in err and err.count("\n") == 1, err
+    assert f"{p}: field 'inputs[0].shape'" in err and "above the supported 2^26" in err, err
 
 
 def test_an_absent_option_means_one_value_for_the_golden_and_every_target(tmp_path):
