@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from suite.core.errors import QconformError
@@ -424,3 +425,49 @@ def test_an_onnx_model_with_external_data_is_refused_without_opening_the_file_it
         with pytest.raises(QconformError) as e:
             read(path)
         assert e.value.field == field and "external data" in str(e.value)
+
+
+# ----------------------------------------------------------------------------- issue #33: models' types and scales
+
+def _tflite_with(edit) -> bytes:
+    from ai_edge_litert import schema_py_generated as S
+
+    from suite.cases.generate import make_case
+    from targets import tflite_model
+    m = S.ModelT.InitFromPackedBuf(tflite_model.build(make_case("CONV_2D", "basic", 0, seed=0)).content, 0)
+    edit(m.subgraphs[0])
+    return tflite_model.serialize(m)
+
+
+def _qdq_onnx(scale: float) -> bytes:
+    """x -> Q -> DQ -> Relu -> Q -> DQ -> y, every scale ``scale``."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    inits = [numpy_helper.from_array(np.array(scale, np.float32), "s"), numpy_helper.from_array(np.array(0, np.int8), "z")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+             helper.make_node("Relu", ["xd"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "s", "z"], ["rq"]),
+             helper.make_node("DequantizeLinear", ["rq", "s", "z"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+
+
+@pytest.mark.parametrize("name, make, field", [
+    ("type99.tflite", lambda: _tflite_with(lambda sg: setattr(sg.tensors[sg.inputs[0]], "type", 99)),
+     "subgraphs[0].tensors[0].type"),
+    ("zero-scale.tflite", lambda: _tflite_with(lambda sg: setattr(sg.tensors[sg.inputs[0]].quantization, "scale", [0.0])),
+     "subgraphs[0].tensors[0].quantization.scale"),
+    ("zero-scale.onnx", lambda: _qdq_onnx(0.0), "graph.node[0].input[1]"),
+    ("nan-scale.onnx", lambda: _qdq_onnx(float("nan")), "graph.node[0].input[1]"),
+])
+def test_a_model_of_an_unknown_type_or_a_scale_of_0_is_one_error(tmp_path, qconform, name, make, field):
+    """Issue #33: a tensor of type 99 was a KeyError traceback of `qconform harvest`; a QDQ model
+    whose scales were 0 was judged against a golden computed from NaN."""
+    pytest.importorskip("ai_edge_litert" if name.endswith(".tflite") else "onnx")
+    p = tmp_path / name
+    p.write_bytes(make())
+    rc, err = qconform(tmp_path, "harvest", str(p), "-o", str(tmp_path / "out"))
+    assert rc == 2 and "Traceback" not in err and f"{p}: field '{field}'" in err, err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

@@ -134,6 +134,7 @@ class _Model:
             if n.op_type == "Constant":
                 self.inits[n.output[0]] = nh.to_array(onnx.helper.get_attribute_value(n.attribute[0]))
         self.nodes = [n for n in self.g.node if n.op_type != "Constant"]
+        _check_scales(self.g, self.inits, path)
         self.producer = {o: n for n in self.nodes for o in n.output}
         self.shapes = {}
         for vi in list(self.g.input) + list(inferred.graph.value_info) + list(self.g.output):
@@ -276,6 +277,24 @@ def parse_input_shapes(values) -> dict[str, tuple[int, ...]]:
                                 rule="one shape per input")
         out[name] = shape
     return out
+
+
+def _check_scales(g, inits: dict, path: str) -> None:
+    """Every QuantizeLinear / DequantizeLinear scale a constant of finite values > 0 (as float32): a
+    scale of 0 would make the golden divide by zero and judge a target against NaN."""
+    for k, n in enumerate(g.node):
+        if n.op_type not in ("QuantizeLinear", "DequantizeLinear") or len(n.input) < 2 or n.input[1] not in inits:
+            continue
+        try:
+            s = np.asarray(inits[n.input[1]], np.float64)
+            s32 = s.astype(np.float32)
+        except (TypeError, ValueError):
+            s = s32 = np.array([np.nan])
+        if s.size == 0 or not np.all(np.isfinite(s32)) or not np.all(s32 > 0):
+            bad = s.ravel()[~(np.isfinite(s32.ravel()) & (s32.ravel() > 0))] if s.size else s.ravel()
+            raise QconformError(f"scale '{n.input[1][:80]}' of {n.op_type} node '{(n.name or str(k))[:80]}' holds "
+                                f"{bad[:4].tolist() if bad.size else 'no value'}", source=path,
+                                field=f"graph.node[{k}].input[1]", rule="a quantization scale is a finite float32 > 0")
 
 
 def _check_graph(g, path: str) -> None:

@@ -68,7 +68,16 @@ def _check_indexes(S, m, path: str) -> None:
         if math.prod(shape) > ELEMENTS_MAX:
             bad(f"{where}.shape", f"is {shape}: {math.prod(shape)} elements", f"at most {ELEMENTS_MAX} (2^26) elements")
         data = m.buffers[t.buffer].data if n_bufs else None
-        dt = _DTYPES.get(_enum_name(S.TensorType, t.type), "")
+        type_name = _enum_name(S.TensorType, t.type)
+        if type_name == str(t.type):   # (no TensorType has this value)
+            bad(f"{where}.type", f"is {t.type}, no TensorType of the LiteRT schema", "a known tensor type")
+        dt = _DTYPES.get(type_name, "")
+        q = t.quantization
+        if dt in ("int8", "uint8", "int16", "uint16", "int4") and q is not None and q.scale is not None and len(q.scale):
+            s32 = np.asarray(q.scale, np.float32)
+            if not np.all(np.isfinite(s32) & (s32 > 0)):
+                bad(f"{where}.quantization.scale", f"holds {s32[~(np.isfinite(s32) & (s32 > 0))][:4].tolist()}",
+                    "a quantization scale is a finite float32 > 0")
         if data is not None and len(data) and dt in _NP and len(data) != math.prod(shape) * np.dtype(_NP[dt]).itemsize:
             bad(f"buffers[{t.buffer}]", f"holds {len(data)} bytes; tensor {i} ({dt} {shape}) needs "
                 f"{math.prod(shape) * np.dtype(_NP[dt]).itemsize}", "a constant's buffer matches its shape")
@@ -86,6 +95,10 @@ def _check_indexes(S, m, path: str) -> None:
         for j, ti in enumerate(getattr(sg, part) if getattr(sg, part) is not None else ()):
             if not 0 <= ti < n:
                 bad(f"subgraphs[0].{part}[{j}]", f"is {ti}; the subgraph has {n} tensors", "an index in range")
+    for j, ti in enumerate(sg.inputs if sg.inputs is not None else ()):   # (the harvest feeds each one)
+        if _DTYPES.get(_enum_name(S.TensorType, tensors[ti].type), "") not in _NP:
+            bad(f"subgraphs[0].tensors[{ti}].type", f"model input {j} is of type "
+                f"{_enum_name(S.TensorType, tensors[ti].type)}", f"a model input of type {', '.join(_NP)}")
 
 
 def op_name(S, model, op) -> str:
