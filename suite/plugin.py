@@ -257,7 +257,7 @@ class QconformSession:
         self.controller = self.worker_input is None
         self.distributed = self.controller and getattr(o, "dist", "no") != "no"
         s = set_up(o, argv=[str(a) for a in config.invocation_params.args], worker_input=self.worker_input,
-                   harvest=_harvest(o) if o.model else None)
+                   harvest=_harvest(o) if o.model else None, stop=stop)
         self.opts, self.targets, self.selectors, self.unavailable = s.opts, s.targets, s.selectors, s.unavailable
         self.cases, self.graph, self.model_feeds = s.cases, s.graph, s.model_feeds
         self.policy, self.tolerance_digest, self.reruns = s.policy, s.tolerance_digest, s.reruns

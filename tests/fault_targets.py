@@ -23,6 +23,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -156,6 +157,12 @@ class Faulty(Target):
             raise RuntimeError("the runtime is missing here")
         if init == "exit":
             os._exit(9)
+        if init == "hang":   # (in every process, the pytest process too; until MARK.release exists)
+            mark = Path(os.environ["QCONFORM_FAULT_MARK"])
+            mark.write_text("constructing")
+            end = time.monotonic() + 3600
+            while time.monotonic() < end and not mark.with_suffix(".release").exists():
+                time.sleep(0.05)
         if init == "hang_in_worker" and getattr(sys.modules["__main__"].__spec__, "name", "") == "suite.harness.worker":
             time.sleep(3600)   # (the suite's own process makes it fine: only its worker hangs)
         from reference import golden  # noqa: F401  (imported now, not inside the first case's time limit)

@@ -135,3 +135,48 @@ def test_a_run_missing_planned_rows_is_incomplete_not_pass(tmp_path):
                              text=True, timeout=120)
     assert "INCOMPLETE" in (run / "summary.md").read_text() and "PASS" not in (run / "summary.md").read_text()
     assert rebuilt.returncode == 0, rebuilt.stderr
+
+
+# ----------------------------------------------------------------------------- a constructor that hangs (issue #33)
+
+def test_sigterm_ends_a_run_whose_target_constructor_hangs_in_the_pytest_process(tmp_path):
+    """The target is created in the pytest process while the run is set up (signals are only
+    counted then): a constructor that never returns once held SIGTERM off forever."""
+    import signal
+    import time
+    mark = tmp_path / "mark"
+    env = {**os.environ, "QCONFORM_FAULT_INIT": "hang", "QCONFORM_FAULT_MARK": str(mark)}
+    p = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "--target=tests.fault_targets:Faulty", "--ops", "ADD", "--cases-per-op", "2",
+                          f"--report-dir={tmp_path / 'r'}"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not mark.exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert mark.exists(), p.communicate(timeout=5)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 2, out + err
+    assert "the run stops while target 'tests.fault_targets:Faulty' is being created" in err, err
+
+
+def test_a_target_constructor_that_hangs_is_one_error_after_its_time_limit(monkeypatch, tmp_path):
+    from suite.core.errors import QconformError
+    from suite.harness import session
+    monkeypatch.setattr(session, "CONSTRUCT_TIMEOUT", 0.3)
+    monkeypatch.setenv("QCONFORM_FAULT_INIT", "hang")
+    monkeypatch.setenv("QCONFORM_FAULT_MARK", str(tmp_path / "mark"))
+    import threading
+    try:
+        with pytest.raises(QconformError) as e:
+            session.construct("tests.fault_targets:InProcessFaulty", {})
+        assert e.value.field == "--target" and "was not created within 0.3 s" in str(e.value)
+    finally:   # (the hung constructor's thread ends: no thread left to the tests after this one)
+        (tmp_path / "mark.release").write_text("")
+        for t in threading.enumerate():
+            if t.name.startswith("qconform-construct-"):
+                t.join(10)

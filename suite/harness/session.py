@@ -7,6 +7,9 @@ exists."""
 from __future__ import annotations
 
 import hashlib
+import sys
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +23,7 @@ from suite.core.userfile import read_bytes
 from suite.core.waivers import load_waivers
 from suite.harness import resume as resume_mod
 from suite.harness.goldens import folder_of
+from suite.harness.isolation import START_TIMEOUT
 from suite.harness.options import RunOptions, check_given, checked, split_list
 from suite.harness.repro import TOLERANCE_COPY, check_reruns
 from targets import DEFAULT_TARGETS, get_target, known_names, target_name
@@ -49,9 +53,11 @@ class RunSetup:
     model_feeds: Any = None
 
 
-def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | None = None) -> RunSetup:
+def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | None = None,
+           stop=None) -> RunSetup:
     """The run of pytest's options ``o`` (``argv``: the command line) in this process
-    (``worker_input``: an xdist worker's, else None)."""
+    (``worker_input``: an xdist worker's, else None; ``stop``: suite.harness.stop.Stop, whose
+    signals end a target's construction)."""
     controller = worker_input is None
     check_given(o)
     resumed = resume_mod.open_run(o.resume, o.report_dir) if o.resume else None
@@ -74,7 +80,7 @@ def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | 
                         "netrun": {"profile": o.netrun_profile}})
     if resumed is not None:
         resume_mod.check_config(resumed, opts)
-    by_selector, unavailable = _targets(names, devices, device, opts.target_options)
+    by_selector, unavailable = _targets(names, devices, device, opts.target_options, stop)
     targets, selectors = _named(by_selector)
     opts = RunOptions(**{**opts.__dict__, "targets": tuple(selectors[n] for n in targets)})
     cases = load_case_files(list(opts.case_files), opts.scheme) if opts.case_files else None
@@ -113,7 +119,44 @@ def _default_latency_cases(devices: list, device) -> int:
     return 3
 
 
-def _targets(names: list[str], devices: list, device, options: dict) -> tuple[dict, dict]:
+#: seconds a target's constructor (and its availability check) may take in the pytest process
+CONSTRUCT_TIMEOUT = START_TIMEOUT
+
+
+def construct(spec: str, options: dict, stop=None) -> tuple[Any, tuple[bool, str]]:
+    """(the target ``spec`` selects, its availability), made in a thread of its own under
+    :data:`CONSTRUCT_TIMEOUT`: a constructor that hangs (a runtime waiting for a device, a lock)
+    is one QconformError, and a SIGTERM or Ctrl-C meanwhile (counted by ``stop``: its handler
+    only counts while the run is set up) ends the run at once, as interrupted. A hung thread is
+    left behind (a daemon: it never holds the process open)."""
+    box: dict[str, Any] = {}
+
+    def make():
+        try:
+            t = get_target(spec, **options)
+            box["done"] = (t, t.availability())
+        except BaseException as e:  # noqa: BLE001 (raised again in the pytest process's thread)
+            box["error"] = e
+
+    th = threading.Thread(target=make, name=f"qconform-construct-{spec}"[:60], daemon=True)
+    signals = stop.count if stop is not None else 0
+    th.start()
+    deadline = time.monotonic() + CONSTRUCT_TIMEOUT
+    while th.is_alive():
+        th.join(0.05)
+        if stop is not None and stop.count > signals:
+            sys.stderr.write(f"qconform: the run stops while target {spec!r} is being created\n")
+            raise KeyboardInterrupt(f"a signal while target {spec!r} was being created")
+        if th.is_alive() and time.monotonic() > deadline:
+            raise QconformError(f"target '{spec}' was not created within {CONSTRUCT_TIMEOUT:g} s (its constructor "
+                                "or availability check hangs)", field="--target",
+                                rule="a target is created within its time limit")
+    if "error" in box:
+        raise box["error"]
+    return box["done"]
+
+
+def _targets(names: list[str], devices: list, device, options: dict, stop=None) -> tuple[dict, dict]:
     """The targets by --target value (bound to this process's device with --device), and the
     default targets not available here with why. An unknown or unavailable requested target is an error."""
     if devices:
@@ -122,8 +165,7 @@ def _targets(names: list[str], devices: list, device, options: dict) -> tuple[di
         return device_targets(names, device, devices, options), {}
     chosen, unavailable = {}, {}
     for n in names or DEFAULT_TARGETS:
-        t = get_target(n, **options.get(n, {}))
-        ok, why = t.availability()
+        t, (ok, why) = construct(n, options.get(n, {}), stop)
         if ok:
             chosen[n] = t
         elif names:
