@@ -81,3 +81,26 @@ def test_flaky_and_case_sets_apart(tmp_path):
     assert [x["case"] for x in s.flaky()] == ["ADD-x-000"] and s.flaky()[0]["flips"] == 3
     assert [(x["case"], x["since"], x["runs"]) for x in s.failing_since()] == [("ADD-x-001", "r2", 2), ("ADD-x-000", "r3", 1)]
     assert s.new_failures() == [0, 1, 1, 1]
+
+
+@pytest.mark.parametrize("bound, value", [("MAX_ROWS", 1000), ("MAX_CHUNK_BYTES", 2000)])
+def test_a_parquet_promising_too_much_is_not_decoded_results_jsonl_is_read(tmp_path, monkeypatch, bound, value):
+    """Issue #33: an 822 KB results.parquet of 30M dictionary-encoded rows grew `history` past 3.7 GB:
+    its metadata is judged before a value is decoded (here with smaller bounds: 3000 rows, one
+    dictionary value each column), and the run's results.jsonl is read instead."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import reports.history as h
+    from tests.test_diff import _row, _write
+    d = _write(tmp_path / "runs" / "r0", [_row("ADD-x-000", "pass")])
+    idx = pa.array(np.zeros(3000, np.int32))
+    forged = {c: pa.DictionaryArray.from_arrays(idx, pa.array([c * 200 if c != "status" else "fail"]))
+              for c in ("case_id", "target", "device", "status", "finding", "case_digest")}
+    pq.write_table(pa.table(forged), d / "results.parquet")   # (newer than results.jsonl: it would be trusted)
+    assert h._parquet_rows(d) is not None                      # within the default bounds: read
+    monkeypatch.setattr(h, bound, value)
+    assert h._parquet_rows(d) is None
+    point, _ = h.read_run(d)
+    assert point.states == {("ADD-x-000", "t", None): "pass"}
