@@ -2,8 +2,8 @@
 
 :func:`write_reports` reads the rows twice and never holds them all:
 
-1. a first pass finds the last row of each (case, target, device) (a test run again, a
-   resumed run: the last row counts) and the shape of each row (results.parquet's columns);
+1. a first pass finds the row of each (case, target, device) (reports.results: one each, of
+   one run id) and the shape of each row (results.parquet's columns);
 2. a second pass streams those rows, once, through what each artefact keeps of them:
    the summary's per-group counters (:class:`reports.summary.Summary`), the page's
    histograms and failing cases (:class:`reports.html.Page`), the certificate's entries
