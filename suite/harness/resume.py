@@ -96,7 +96,7 @@ def no_links(d: Path) -> None:
                 raise QconformError(f"holds more than {MAX_ENTRIES:,} entries", source=str(d), field="--resume",
                                     rule="a run folder as qconform writes it")
             if e.is_symlink() or not (e.is_dir(follow_symlinks=False) or e.is_file(follow_symlinks=False)):
-                kind = "a symbolic link" if e.is_symlink() else "neither a file nor a folder (a FIFO, a device)"
+                kind = "a symbolic link" if e.is_symlink() else "not a regular file or a folder (a FIFO, a device)"
                 raise QconformError(f"is {kind}", source=e.path, field="--resume",
                                     rule="a run folder holds only files and folders: a resumed run never reads "
                                          "or writes through a link")
