@@ -63,9 +63,7 @@ class GroupRows:
     def preload(self, folder: str | Path, run_id: str, offset: int) -> None:
         """A resumed run's rows recorded in results.jsonl's first ``offset`` bytes."""
         if offset > 0:
-            for at, row in scan(Path(folder) / RESULTS):
-                if at >= offset:
-                    break
+            for _, row in scan(Path(folder) / RESULTS, limit=offset):
                 if row.get("run_id") == run_id:
                     self.add(row)
 
