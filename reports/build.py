@@ -227,7 +227,8 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     if certify:
         if certifier is not None and "certificate" not in failed:
             try:
-                cert = report.certificate = certifier.certificate(info, summary.verdicts, key_file=certify_key)
+                cert = report.certificate = certifier.certificate(
+                    info, summary.partial if summary.incomplete else summary.verdicts, key_file=certify_key)
             except Exception as e:  # noqa: BLE001
                 failed["certificate"] = e
         attempt(CERT_MD, ("certificate",), lambda: write_atomic(d / CERT_MD, certificate_markdown(cert)))

@@ -164,6 +164,9 @@ class Summary:
         #: (op, target) is judged whole (a partial group's bias is no verdict), each is marked
         #: ``group_incomplete`` instead, never failing nor passing
         self.incomplete: str | None = None
+        #: an incomplete run's would-be failures per (op, target), each text saying so (the certificate
+        #: keeps them: a certificate of part of a run is never the better for it)
+        self.partial: dict[tuple, list[dict]] = {}
 
     def add(self, row: dict) -> None:
         op, target = row.get("op"), row.get("target")
@@ -197,6 +200,9 @@ class Summary:
         if "device" not in key and (key["op"], key["target"]) in self.repeated:
             cols, failures = self._per_device(key["op"], key["target"], cols)
         if self.incomplete:
+            if "device" not in key:
+                self.partial[(key["op"], key["target"])] = [
+                    {**f, "text": f"{f['text']} (on partial rows: {self.incomplete})"} for f in failures]
             partial = "; ".join(f["text"] for f in failures)
             cols = {**cols, "group_failure": None, "group_known": None,
                     "group_incomplete": f"not judged as a whole: {self.incomplete}"

@@ -149,3 +149,20 @@ def test_the_groups_of_an_incomplete_run_are_marked_incomplete_never_failing(tmp
     assert "failing as a whole" not in md and "FAIL" not in md.split("\n\n")[0]
     assert "not judged as a whole" in md and "biased +" in md   # marked, its partial numbers said
     assert 'class="verdict INCOMPLETE"' in page and 'id="whole-incomplete"' in page and 'id="whole"' not in page
+
+
+def test_a_certificate_of_an_incomplete_run_keeps_its_partial_group_failures(tmp_path, biased):
+    """The groups are not judged on the page, but a certificate of part of a run is never the
+    better for it: what the partial rows showed stays a failure, saying so."""
+    from reports import write_reports
+    from reports.runinfo import read_run_info
+    from suite.core.tolerance import load_policy
+    run = _copy(biased, tmp_path / "r")
+    lines = (run / "results.jsonl").read_bytes().splitlines(keepends=True)
+    (run / "results.jsonl").write_bytes(b"".join(lines[:12]))
+    info = {**read_run_info(run), "interrupted": True, "exit_status": 2}
+    rep = write_reports(run, certify=True, policy=load_policy(), run_info=info)
+    assert not rep.groups and not rep.errors, rep.errors
+    ops = [o for o in rep.certificate["ops"] if o["op_failures"]]
+    assert ops and all(o["verdict"] == "non-conformant" for o in ops)
+    assert all("on partial rows: the run did not finish" in o["op_failures"][0] for o in ops), ops
