@@ -476,3 +476,13 @@ def _scheme_name(name: str | None) -> str | None:
         return get_scheme(name).name if name else None
     except KeyError:
         return None
+
+
+def rounding_clause(op: str) -> tuple[str, str] | None:
+    """(path names, what it does) of ``op``'s golden rounding (reference/registry.py,
+    docs/arithmetic.md), or None when the op has none listed."""
+    from reference.registry import ROUNDING_PATHS, rounding_paths
+    paths = [p for p in rounding_paths().get(op, ()) if p != "none"]
+    if not paths:
+        return None
+    return ", ".join(paths), "; ".join(ROUNDING_PATHS[p] for p in paths)
