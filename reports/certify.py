@@ -476,7 +476,8 @@ def write_certificate(run_dir: str | Path, cert: dict, signer) -> list[Path]:
     d = Path(run_dir)
     envelope = seal(cert, signer)
     write_json(d / CERT_JSON, envelope)
-    write_atomic(d / CERT_MD, to_markdown(cert))
+    # rendered from the signed payload itself, as `certify --verify` renders it to compare
+    write_atomic(d / CERT_MD, to_markdown(attest.Envelope(envelope).statement()["predicate"]))
     return [d / CERT_JSON, d / CERT_MD]
 
 

@@ -138,7 +138,7 @@ def verdicts(cert: dict) -> list[tuple[bool, str]]:
         why = f": {o.get('reason')}" if not ok and o.get("reason") else ""
         out.append((ok or v == "unsupported",
                     f"verdict: {o.get('op')} ({o.get('spec')}) on {o.get('target')}: {v}{why}"))
-    if not any(ok for ok, what in out if "unsupported" not in what):
+    if all(ok for ok, _ in out) and not any(ok for ok, what in out if not what.endswith(": unsupported")):
         out.append((False, "verdict: no (op, target) is certified conformant"))
     return out
 
