@@ -81,15 +81,21 @@ def strict_loads(text: str | bytes) -> Any:
 
 # ----------------------------------------------------------------------------- keys
 
+try:   # (imported once, with this module: a test's pytester drops what a run imports, and the Rust
+    # bindings then refuse objects of a second copy of these classes)
+    from cryptography.exceptions import InvalidSignature as _InvalidSignature
+    from cryptography.hazmat.primitives import serialization as _serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519 as _ed25519
+    _MISSING = None
+except ImportError as _e:   # (an extra: pip install qconform[certify])
+    _MISSING = str(_e)
+
+
 def _crypto():
-    try:
-        from cryptography.exceptions import InvalidSignature
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric import ed25519
-    except ImportError as e:   # (an extra: pip install qconform[certify])
-        raise QconformError(f"signing certificates needs the 'cryptography' package ({e}): "
-                            f"pip install 'qconform[certify]'", rule="dependency") from None
-    return serialization, ed25519, InvalidSignature
+    if _MISSING is not None:
+        raise QconformError(f"signing certificates needs the 'cryptography' package ({_MISSING}): "
+                            f"pip install 'qconform[certify]'", rule="dependency")
+    return _serialization, _ed25519, _InvalidSignature
 
 
 def keyid_of(public) -> str:

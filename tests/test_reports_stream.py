@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import json
+from reports.certify import read_certificate
 import os
 import subprocess
 import sys

@@ -7,6 +7,7 @@ the correct one."""
 from __future__ import annotations
 
 import json
+from reports.certify import read_certificate
 
 import pytest
 
