@@ -22,14 +22,19 @@ Certification also refuses an op whose best scheme (the arithmetic reproducing m
 not the declared one (the target's ``expected_scheme``, else the run's scheme) when the declared
 one loses only on ties (:data:`TIE_SCHEME_RULE`): a kernel that breaks ties its own way.
 
-The certificate stands on its own (``qconform-certificate/2``): suite version and commit, UTC
-time, the run's host facts (run.json's ``host``, whole), every target's versions and devices,
-the golden scheme, the full sha256 of every case (sorted by case id) and one over them, of the
+The certificate stands on its own (``qconform-certificate/3``): suite version and commit, UTC
+time, the run's host facts (run.json's ``host``, whole), every target's versions, devices and
+kernel identity (``module:Class``, sha256 of its sources and shared libraries), the golden scheme, the full sha256 of every case (sorted by case id) and one over them, of the
 tolerance file, of the spec tables and of the findings and waiver files; per op the best scheme,
-the bias (mean, above / below, sign test p) and the spec clauses covered with case counts. It is
-signed (HMAC-SHA256 over its canonical JSON) with the per-user key of suite/core/keyed.py or a
-key file named with ``--key``; ``qconform certify --verify`` (suite/commands/certify.py) checks
-the signature and recomputes the digests from the suite.
+the bias (mean, above / below, sign test p), the spec clauses covered with case counts, the
+verdict's ``reason`` in words and each case's output digest.
+
+The API (``write_reports`` and ``qconform merge`` use it): :class:`Certifier` takes rows and gives
+the certificate (:meth:`Certifier.certificate`, unsigned); :func:`write_certificate` signs it with a
+reports.attest.Signer (:func:`seal`: an in-toto Statement in a DSSE envelope, Ed25519) into
+certificate.json and renders certificate.md from the signed payload; :func:`read_certificate` reads
+one back without trusting it; ``qconform certify --verify`` (suite/commands/certify.py) checks the
+signature with the public key alone, then recomputes the digests from the suite.
 """
 
 from __future__ import annotations
