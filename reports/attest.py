@@ -32,6 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
 from suite.core import keyed
 from suite.core.errors import QconformError
 
@@ -81,26 +85,8 @@ def strict_loads(text: str | bytes) -> Any:
 
 # ----------------------------------------------------------------------------- keys
 
-try:   # (imported once, with this module: a test's pytester drops what a run imports, and the Rust
-    # bindings then refuse objects of a second copy of these classes)
-    from cryptography.exceptions import InvalidSignature as _InvalidSignature
-    from cryptography.hazmat.primitives import serialization as _serialization
-    from cryptography.hazmat.primitives.asymmetric import ed25519 as _ed25519
-    _MISSING = None
-except ImportError as _e:   # (an extra: pip install qconform[certify])
-    _MISSING = str(_e)
-
-
-def _crypto():
-    if _MISSING is not None:
-        raise QconformError(f"signing certificates needs the 'cryptography' package ({_MISSING}): "
-                            f"pip install 'qconform[certify]'", rule="dependency")
-    return _serialization, _ed25519, _InvalidSignature
-
-
 def keyid_of(public) -> str:
     """The fingerprint of an Ed25519 public key, as securesystemslib's SSlibKey computes its keyid."""
-    serialization, _, _ = _crypto()
     raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     doc = {"keytype": "ed25519", "scheme": "ed25519", "keyval": {"public": raw.hex()}}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
@@ -115,7 +101,6 @@ class Signer:
     created: bool = False   # made now (the user's default key, first use)
 
     def public_pem(self) -> bytes:
-        serialization, _, _ = _crypto()
         return self.key.public_key().public_bytes(serialization.Encoding.PEM,
                                                  serialization.PublicFormat.SubjectPublicKeyInfo)
 
@@ -143,7 +128,6 @@ def _read_key_file(path: Path, what: str, field: str, private: bool) -> bytes:
 def load_signer(path: str | Path, field: str = "--certify-key") -> Signer:
     """The Ed25519 private key in the PEM file ``path``. Any problem (missing, not a regular file,
     a FIFO, /dev/zero, unsafe mode, not an Ed25519 PEM key) is one QconformError naming it."""
-    serialization, ed25519, _ = _crypto()
     p = Path(path)
     data = _read_key_file(p, "signing key", field, private=True)
     try:
@@ -159,7 +143,6 @@ def load_signer(path: str | Path, field: str = "--certify-key") -> Signer:
 
 def load_public(path: str | Path, field: str = "--public-key"):
     """The Ed25519 public key in the PEM file ``path`` (a QconformError otherwise)."""
-    serialization, ed25519, _ = _crypto()
     p = Path(path)
     data = _read_key_file(p, "public key", field, private=False)
     if b"PRIVATE KEY" in data:
@@ -184,7 +167,6 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
 
 def keygen(path: str | Path, field: str = "-o") -> Signer:
     """A new key pair: ``path`` (private, 0600) and ``path``.pub. Never overwrites a file."""
-    serialization, ed25519, _ = _crypto()
     p, pub = Path(path), public_path(path)
     for f in (p, pub):
         if os.path.lexists(f):
@@ -265,7 +247,6 @@ class Envelope:
     def check(self, public) -> tuple[str, str]:
         """("valid" | "other key" | "forged", the message): the signature of ``public``'s keyid
         over the payload. A key of another fingerprint is never called a forgery."""
-        _, _, InvalidSignature = _crypto()
         kid = keyid_of(public)
         mine = [s for s in self.doc["signatures"] if s["keyid"] == kid]
         if not mine:
