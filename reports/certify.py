@@ -160,6 +160,8 @@ class _Entry:
         if not mism or above + below < mism:
             return None
         all_ties = ties == mism
+        if not all_ties and (self.max_abs or 0) > 1:   # (errors beyond a rounding's: not a rounding to name)
+            return None
         what = "ties" if all_ties else "mismatching elements"
         count = (f"{ties} of {ties} mismatching elements are rounding ties" if all_ties else
                  f"{mism} mismatching elements ({ties} of them ties)")
