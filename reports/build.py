@@ -135,8 +135,9 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
 
     ``policy``: the suite.core.tolerance.Policy the certificate quotes (default: the run's
     tolerance file, else the suite's); ``waivers``: the run's suite.core.waivers.Waivers.
-    ``certify_cases``: the run's cases as [[id, sha256], ...], ``certify_key``: a
-    key file to sign the certificate with (reports/certify.py). ``parquet_in_child``: results.parquet is written by ``python -m reports.parquet`` in a process
+    ``certify_cases``: the run's cases as [[id, sha256], ...], ``certify_key``: what signs the
+    certificate (reports/attest.py): a loaded ``Signer``, a private key file, or None (the user's
+    key). A non-conformant certified (op, target) makes run.json's exit status 1. ``parquet_in_child``: results.parquet is written by ``python -m reports.parquet`` in a process
     of its own, alongside (see reports/parquet.py). ``baseline``: a run folder; the report opens with
     what is new since it (reports/since.py). Never raises for an artefact: see :attr:`Report.errors`.
     """
