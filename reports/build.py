@@ -26,8 +26,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reports.certify import CERT_JSON, CERT_MD, Certifier, WaiverCheck, read_certificate
-from reports.certify import to_markdown as certificate_markdown
+from reports import attest
+from reports.certify import CERT_JSON, Certifier, WaiverCheck, non_conformant, read_certificate, write_certificate
 from reports.crossdevice import CrossDevice, cross_lines
 from reports.witness import Unwitnessed
 from reports.history import Reading
@@ -135,8 +135,9 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
 
     ``policy``: the suite.core.tolerance.Policy the certificate quotes (default: the run's
     tolerance file, else the suite's); ``waivers``: the run's suite.core.waivers.Waivers.
-    ``certify_cases``: the run's cases as [[id, sha256], ...], ``certify_key``: a
-    key file to sign the certificate with (reports/certify.py). ``parquet_in_child``: results.parquet is written by ``python -m reports.parquet`` in a process
+    ``certify_cases``: the run's cases as [[id, sha256], ...], ``certify_key``: what signs the
+    certificate (reports/attest.py): a loaded ``Signer``, a private key file, or None (the user's
+    key). A non-conformant certified (op, target) makes run.json's exit status 1. ``parquet_in_child``: results.parquet is written by ``python -m reports.parquet`` in a process
     of its own, alongside (see reports/parquet.py). ``baseline``: a run folder; the report opens with
     what is new since it (reports/since.py). Never raises for an artefact: see :attr:`Report.errors`.
     """
@@ -212,6 +213,17 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         except Exception as e:  # noqa: BLE001
             failed["summary"] = e
     report.missing = missing_rows(info, tally.rows) if "tally" not in failed else 0
+    if run_info is None and info and "tally" not in failed:   # (rebuilt: the verdict counts the rows there are, not run.json's)
+        info = {**info, "cost": {**(info.get("cost") or {}), "rows": tally.rows}}
+    cert = None
+    if certify and certifier is not None and "certificate" not in failed:
+        try:   # (an incomplete run's certificate keeps its partial groups' failures: it never certifies better)
+            cert = report.certificate = certifier.certificate(
+                info, summary.partial if summary.incomplete else summary.verdicts)
+        except Exception as e:  # noqa: BLE001
+            failed["certificate"] = e
+    if run_info is not None and run_info.get("exit_status") == 0 and non_conformant(cert):
+        info = run_info = {**run_info, "exit_status": 1}   # a non-conformant certificate fails the run
     if run_info is not None and run_info.get("exit_status") == 0 and any(not g["finding"] for g in report.groups):
         info = run_info = {**run_info, "exit_status": 1}   # as the plugin sets pytest's (suite/plugin.py)
     elif run_info is not None and run_info.get("exit_status") == 0 and report.missing:
@@ -221,19 +233,15 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
             info = with_results(run_info, counts=report.counts, rows=tally.rows, devices=list(tally.devices),
                                 isa=tally.isa)
         attempt(RUN_JSON, (), lambda: write_run_info(d, info))
-    elif info and "tally" not in failed:   # (rebuilt: the verdict counts the rows there are, not run.json's)
-        info = {**info, "cost": {**(info.get("cost") or {}), "rows": tally.rows}}
-    cert = None
-    if certify:
-        if certifier is not None and "certificate" not in failed:
-            try:
-                cert = report.certificate = certifier.certificate(
-                    info, summary.partial if summary.incomplete else summary.verdicts, key_file=certify_key)
-            except Exception as e:  # noqa: BLE001
-                failed["certificate"] = e
-        attempt(CERT_MD, ("certificate",), lambda: write_atomic(d / CERT_MD, certificate_markdown(cert)))
-        attempt(CERT_JSON, ("certificate",), lambda: write_json(d / CERT_JSON, cert))
-    elif (d / CERT_JSON).exists():   # a certified run's page, rebuilt
+    if certify and cert is not None:   # (signed once run.json has its exit status: the certificate quotes it)
+        try:
+            signer = certify_key if isinstance(certify_key, attest.Signer) else attest.signing_key(certify_key)
+        except Exception as e:  # noqa: BLE001 (a key that cannot be read: no certificate, one error line)
+            failed["certificate"] = e
+        attempt(CERT_JSON, ("certificate",), lambda: write_certificate(d, cert, signer)[0])
+    elif certify and "certificate" in failed:
+        attempt(CERT_JSON, ("certificate",), lambda: None)
+    elif (d / CERT_JSON).exists():   # a certified run's page, rebuilt (the signed payload's rendering)
         with contextlib.suppress(OSError, ValueError, QconformError):
             cert = read_certificate(d)
     if not offsets:
@@ -269,7 +277,8 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     new = (None, None) if "page" in failed else (page.new.first(), page.new.n)   # (the page's error is index.html's)
     review = unwitnessed.cases() if "witness" not in failed else []
     attempt(SUMMARY_MD, ("summary",), lambda: write_atomic(d / SUMMARY_MD, markdown_file(
-        report.summary, info, *new, cross=report.cross, review=review, since=sections[1], models=_model_md(d))))
+        report.summary, info, *new, cross=report.cross, review=review, since=sections[1], models=_model_md(d),
+        certificate=cert)))
     if child is None:
         attempt(PARQUET, ("parquet",), lambda: parquet.close())
     attempt(INDEX, ("summary", "page"), lambda: write_atomic(
@@ -343,6 +352,7 @@ def terminal_lines(report: Report | None) -> list[tuple[str, dict]]:
             ids = ", ".join(f["case_id"] for f in o["failing"][:10])
             more = f" (+{len(o['failing']) - 10} more)" if len(o["failing"]) > 10 else ""
             lines.append((f"certificate: {o['op']} ({o['spec']}) on {o['target']}: {o['verdict']}"
+                          + (f": {o.get('reason')}" if o["verdict"] == "non-conformant" and o.get("reason") else "")
                           + (f"; failing: {ids}{more}" if ids else ""),
                           {"red": o["verdict"] == "non-conformant", "green": o["verdict"] == "bit-exact"}))
     known: dict[str, list[str]] = {}

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from reference.common import act_range
+from reference.registry import ROUNDING_PATHS, rounding_paths
 from reference.schemes import get_scheme, kernel_schemes
 from suite.core.compare import float_ordinal
 from suite.core.dtypes import DTYPES
@@ -476,3 +477,12 @@ def _scheme_name(name: str | None) -> str | None:
         return get_scheme(name).name if name else None
     except KeyError:
         return None
+
+
+def rounding_clause(op: str) -> tuple[str, str] | None:
+    """(path names, what it does) of ``op``'s golden rounding (reference/registry.py,
+    docs/arithmetic.md), or None when the op has none listed."""
+    paths = [p for p in rounding_paths().get(op, ()) if p != "none"]
+    if not paths:
+        return None
+    return ", ".join(paths), "; ".join(ROUNDING_PATHS[p] for p in paths)

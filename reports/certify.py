@@ -22,14 +22,19 @@ Certification also refuses an op whose best scheme (the arithmetic reproducing m
 not the declared one (the target's ``expected_scheme``, else the run's scheme) when the declared
 one loses only on ties (:data:`TIE_SCHEME_RULE`): a kernel that breaks ties its own way.
 
-The certificate stands on its own (``qconform-certificate/2``): suite version and commit, UTC
-time, the run's host facts (run.json's ``host``, whole), every target's versions and devices,
-the golden scheme, the full sha256 of every case (sorted by case id) and one over them, of the
+The certificate stands on its own (``qconform-certificate/3``): suite version and commit, UTC
+time, the run's host facts (run.json's ``host``, whole), every target's versions, devices and
+kernel identity (``module:Class``, sha256 of its sources and shared libraries), the golden scheme, the full sha256 of every case (sorted by case id) and one over them, of the
 tolerance file, of the spec tables and of the findings and waiver files; per op the best scheme,
-the bias (mean, above / below, sign test p) and the spec clauses covered with case counts. It is
-signed (HMAC-SHA256 over its canonical JSON) with the per-user key of suite/core/keyed.py or a
-key file named with ``--key``; ``qconform certify --verify`` (suite/commands/certify.py) checks
-the signature and recomputes the digests from the suite.
+the bias (mean, above / below, sign test p), the spec clauses covered with case counts, the
+verdict's ``reason`` in words and each case's output digest.
+
+The API (``write_reports`` and ``qconform merge`` use it): :class:`Certifier` takes rows and gives
+the certificate (:meth:`Certifier.certificate`, unsigned); :func:`write_certificate` signs it with a
+reports.attest.Signer (:func:`seal`: an in-toto Statement in a DSSE envelope, Ed25519) into
+certificate.json and renders certificate.md from the signed payload; :func:`read_certificate` reads
+one back without trusting it; ``qconform certify --verify`` (suite/commands/certify.py) checks the
+signature with the public key alone, then recomputes the digests from the suite.
 """
 
 from __future__ import annotations
@@ -42,9 +47,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from reports.causes import SCHEME_GAP_MIN, BiasTally, SchemeTally
+from reports import attest
+from reports.causes import SCHEME_GAP_MIN, BiasTally, SchemeTally, rounding_clause
+from reports.results import write_atomic, write_json
+from reports.summary import certificate_failures
 from suite.core import findings as _findings
-from suite.core import keyed
 from suite.core.spec import SPEC_DIR
 from suite.core.tolerance import DEFAULT_FILE as DEFAULT_TOLERANCE
 from suite.core.text import md_cell, md_code
@@ -53,7 +60,7 @@ from suite.core.errors import QconformError
 from suite.core.userfile import read_bytes, read_text
 from suite.core.verdict import ERRORS, Status
 
-FORMAT = "qconform-certificate/2"
+FORMAT = "qconform-certificate/3"
 #: the certificate's own rule on declared schemes, beside the run's (reports.causes.judge_group,
 #: a gap of SCHEME_GAP_MIN elements whatever the causes)
 TIE_SCHEME_GAP_MIN = 1
@@ -105,6 +112,7 @@ class _Entry:
         self.bias = BiasTally()              # the op's signed errors (reports/causes.py)
         self.shrink = [0, 0]                 # mismatches toward / away from the zero point
         self.clauses: dict[str, int] = {}    # spec clause -> cases
+        self.outputs: list[list] = []        # [case id, out_digest]: what the target gave, per case
 
     def add(self, r: dict, line: str | None = None) -> None:
         st, c = r.get("status"), self.counts
@@ -139,6 +147,46 @@ class _Entry:
             mx = float(r["max_abs_lsb"])
             self.max_abs = mx if self.max_abs is None else max(self.max_abs, mx)
         self.lines.add(line if line is not None else _line(r))
+        if r.get("out_digest"):
+            self.outputs.append([str(r.get("case_id")), str(r["out_digest"])]
+                                + ([str(r["device"])] if r.get("device") else []))
+
+    def rounding_words(self, op: str, declared: str | None) -> str | None:
+        """The op's rounding in plain words, when its mismatches have one direction (ties up, ties
+        toward zero, truncation, ...): what a person reads first; None otherwise."""
+        mism, ties = self.mismatches, self.schemes.causes.get("tie", 0)
+        _, _, above, below = self.bias.totals()
+        toward, away = self.shrink
+        if not mism or above + below < mism:
+            return None
+        all_ties = ties == mism
+        if not all_ties and (self.max_abs or 0) > 1:   # (errors beyond a rounding's: not a rounding to name)
+            return None
+        what = "ties" if all_ties else "mismatching elements"
+        count = (f"{ties} of {ties} mismatching elements are rounding ties" if all_ties else
+                 f"{mism} mismatching elements ({ties} of them ties)")
+        if below == 0:
+            head = "rounds ties up (toward +infinity)" if all_ties else "rounds up (toward +infinity) too often"
+            how = "every one moved up"
+        elif above == 0:
+            head = "rounds ties down (toward -infinity)" if all_ties else "rounds down (toward -infinity) too often"
+            how = "every one moved down"
+        elif toward == mism:
+            head = "rounds ties toward zero" if all_ties else "truncates toward zero"
+            how = "every one moved toward the zero point"
+        elif all_ties:
+            head = "breaks ties its own way"
+            how = f"{above} moved up, {below} down; {toward} toward the zero point, {away} away"
+        else:
+            return None
+        rule = rounding_clause(op)
+        if rule is not None and "away from zero" in rule[1]:
+            spec = f"; the spec rounds half away from zero (docs/arithmetic.md, {op}: `{rule[0]}`)"
+        elif rule is not None:
+            spec = f"; the spec's rounding (docs/arithmetic.md, {op}: `{rule[0]}`): {rule[1]}"
+        else:
+            spec = f"; the declared scheme is {declared}" if declared else ""
+        return f"{head}: {count}, {how}{spec}"
 
     def bias_fields(self) -> dict:
         s, n, pos, neg = self.bias.totals()
@@ -165,9 +213,9 @@ class _Entry:
         gap = t.totals[best] - t.totals[declared]
         missed = t.elements - t.totals[declared]
         if gap >= TIE_SCHEME_GAP_MIN and missed and t.causes.get("tie", 0) == missed:
-            return best, (f"declared scheme {declared} misses {missed} element(s), every one a rounding tie, and "
-                          f"{best} reproduces {gap} more ({pct}%): ties broken another way (certification rule: "
-                          f"a gap >= {TIE_SCHEME_GAP_MIN} made only of ties)")
+            return best, (f"closest scheme: {best} reproduces {gap} more element(s) ({pct}%) than the declared "
+                          f"{declared}, which misses {missed}, every one a rounding tie (certification rule: a gap "
+                          f">= {TIE_SCHEME_GAP_MIN} made only of ties)")
         return best, None
 
     def verdict(self) -> str:
@@ -283,9 +331,8 @@ class Certifier:
                 "unlisted": sorted(str(i) for i in self.case_ids if i not in listed), "digest_mismatch": wrong,
                 "rows_digest": _digest(self.lines)}
 
-    def certificate(self, run_info: dict | None = None, groups: dict | None = None,
-                    key_file: str | Path | None = None) -> dict[str, Any]:
-        """``groups``: {(op, target): the failures of the op as a whole} (reports.summary.Summary's
+    def certificate(self, run_info: dict | None = None, groups: dict | None = None) -> dict[str, Any]:
+        """The certificate (unsigned: :func:`seal` signs it). ``groups``: {(op, target): the failures of the op as a whole} (reports.summary.Summary's
         verdicts); a bias failure counts for the entries with its output dtype, a scheme one for all."""
         info = run_info or {}
         options = info.get("options") or {}
@@ -320,8 +367,12 @@ class Certifier:
                             "reason": "" if rule is None else rule.reason})
             best_pct = (round(100.0 * e.schemes.totals[best] / e.schemes.elements, 3)
                         if best and e.schemes.elements else None)
+            if e.verdict() == "unsupported":   # (no case ran: nothing to judge as a whole)
+                whole = []
+            verdict = "non-conformant" if whole else e.verdict()
             ops.append({"target": target, "spec": spec, "op": op,
-                        "verdict": "non-conformant" if whole else e.verdict(), "counts": e.counts, "op_failures": whole,
+                        "verdict": verdict, "reason": _reason(e, op, verdict, whole, declared),
+                        "counts": e.counts, "op_failures": whole,
                         "bit_exact_pct": (round(100.0 * (e.elements - e.mismatches) / e.elements, 3)
                                           if e.elements else None),
                         "max_abs_lsb": e.max_abs, "declared_scheme": declared, "best_scheme": best,
@@ -329,7 +380,13 @@ class Certifier:
                         "bias": e.bias_fields(), "toward_zero_point": {"toward": e.shrink[0], "away": e.shrink[1]},
                         "clauses": dict(sorted(e.clauses.items())),
                         "tolerance": tol, "case_digest": _digest(e.lines),
-                        "failing": e.failing, "waived": e.waived})
+                        "failing": e.failing, "waived": e.waived, "outputs": sorted(e.outputs)})
+        # an (op, spec table) the kernel claims none of, beside the same op's table it runs (QNN's uint8
+        # encodings of an int8-only kernel): not claimed, never a verdict of "unsupported"
+        ran = {(o["target"], o["op"]) for o in ops if o["verdict"] != "unsupported"}
+        not_claimed = [{"target": o["target"], "spec": o["spec"], "op": o["op"], "cases": o["counts"]["cases"]}
+                       for o in ops if o["verdict"] == "unsupported" and (o["target"], o["op"]) in ran]
+        ops = [o for o in ops if not (o["verdict"] == "unsupported" and (o["target"], o["op"]) in ran)]
         src = Path(self.policy.source) if self.policy.source else DEFAULT_TOLERANCE
         digests = suite_digests()
         # the default policy is its bytes, wherever they were read (a run folder's or a merge's copy)
@@ -361,6 +418,7 @@ class Certifier:
             "rules": {"tie_scheme": TIE_SCHEME_RULE, "shrink": SHRINK_RULE, "tie_scheme_gap_min": TIE_SCHEME_GAP_MIN,
                       "scheme_gap_min": SCHEME_GAP_MIN},
             "ops": ops,
+            "not_claimed": not_claimed,
             "waivers": {"files": {f: ((sha256_file(f) if Path(f).is_file() else None) if read_waivers
                                       else self.waiver_files.get(f)) for f in wfiles},
                         "items": [w.as_dict() for w in (self.waivers.items if self.waivers else [])]},
@@ -368,7 +426,25 @@ class Certifier:
                         "until": _until(w.get("waiver"), self.waivers)} for o in ops for w in o["waived"]],
             "waiver_problems": self.check.problems(self.waivers),
         }
-        return sign(cert, key_file)
+        return cert
+
+
+def _reason(e: _Entry, op: str, verdict: str, whole: list[str], declared: str | None) -> str:
+    """Why the verdict, in words a person reads first (the rounding, then the rule that refused it)."""
+    if verdict != "non-conformant":
+        c = e.counts
+        return {"bit-exact": f"every one of {c['cases'] - c['unsupported']} case(s) that ran is bit-exact",
+                "unsupported": "the target ran none of its cases",
+                }.get(verdict, f"every case that ran is within the tolerance; {c['cases'] - c['unsupported'] - c['bit_exact']}"
+                               f" not bit-exact")
+    parts = [w for w in [e.rounding_words(op, declared)] if w]
+    if e.failing:
+        f = e.failing[0]
+        more = f" (and {len(e.failing) - 1} more)" if len(e.failing) > 1 else ""
+        parts.append(f"{len(e.failing)} case(s) fail, e.g. {f['case_id']}: {f['status']}"
+                     + (f", {str(f['reason'])[:300]}" if f.get("reason") else "") + more)
+    parts += whole
+    return "; ".join(dict.fromkeys(parts)) or "non-conformant"
 
 
 def _until(waiver_id, waivers) -> str | None:
@@ -380,112 +456,125 @@ def _until(waiver_id, waivers) -> str | None:
 
 # ----------------------------------------------------------------------------- signature
 
-def _canonical(cert: dict) -> bytes:
-    body = {k: v for k, v in cert.items() if k != "signature"}
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode()
+def subjects(cert: dict) -> list[dict]:
+    """The in-toto subjects of ``cert``: what was certified, by sha256 (each target's kernel source
+    files and shared libraries, the case set)."""
+    out = []
+    for t, v in (cert.get("targets") or {}).items():
+        k = (v or {}).get("kernel") or {}
+        for f in list(k.get("sources") or []) + list(k.get("libraries") or []):
+            if f.get("sha256"):
+                out.append({"name": f"{t}:{f['path']}", "digest": {"sha256": f["sha256"]}})
+    cs = cert.get("case_set") or {}
+    out.append({"name": "qconform case set", "digest": {"sha256": cs.get("sha256") or _digest([])}})
+    return out
 
 
-def _key(key_file: str | Path | None) -> tuple[bytes, str]:
-    """(key, what it is): a key file named by the user (its bytes, at least 16), else the user's
-    key (suite/core/keyed.py). Raises keyed.KeyProblem."""
-    if key_file is None:
-        return keyed.user_key(), "the user's key (suite/core/keyed.py)"
-    data = keyed.read_regular(key_file, 1 << 16)
-    if len(data) < 16:
-        raise keyed.KeyProblem(Path(key_file), f"holds {len(data)} bytes: a key needs at least 16")
-    return data, f"key file {Path(key_file).name}"
+def seal(cert: dict, signer) -> dict:
+    """The DSSE envelope (certificate.json) of ``cert``, signed by ``signer`` (reports.attest.Signer),
+    its fingerprint written into ``cert`` first (``signer``)."""
+    cert["signer"] = {"alg": "ed25519", "keyid": signer.keyid,
+                      "note": "verify with the signer's public key: qconform certify --verify CERT --public-key FILE"}
+    return attest.seal(cert, subjects(cert), signer)
 
 
-def sign(cert: dict, key_file: str | Path | None = None) -> dict:
-    """``cert`` with ``signature``: HMAC-SHA256 of its canonical JSON (every other field) and of the
-    signature's own ``alg`` and ``key``;
-    without a usable key the signature says why and nothing can verify it."""
-    cert = {k: v for k, v in cert.items() if k != "signature"}
-    try:
-        key, what = _key(key_file)
-        cert["signature"] = {"alg": "HMAC-SHA256", "key": what,
-                             "value": keyed.mac(key, _canonical(cert), "HMAC-SHA256", what)}
-    except (keyed.KeyProblem, OSError, ValueError) as e:
-        cert["signature"] = {"alg": "HMAC-SHA256", "key": None, "value": None, "why": str(e)}
-    return cert
+def write_certificate(run_dir: str | Path, cert: dict, signer) -> list[Path]:
+    """certificate.json (the signed envelope) and certificate.md (its rendering) in ``run_dir``."""
+    d = Path(run_dir)
+    envelope = seal(cert, signer)
+    write_json(d / CERT_JSON, envelope)
+    # rendered from the signed payload itself, as `certify --verify` renders it to compare
+    write_atomic(d / CERT_MD, to_markdown(attest.Envelope(envelope).statement()["predicate"]))
+    return [d / CERT_JSON, d / CERT_MD]
 
 
-def signature_ok(cert: dict, key_file: str | Path | None = None) -> tuple[bool, str]:
-    sig = cert.get("signature")
-    if not isinstance(sig, dict) or not isinstance(sig.get("value"), str):
-        return False, "unsigned" + (f" ({sig.get('why')})" if isinstance(sig, dict) and sig.get("why") else "")
-    try:
-        key, what = _key(key_file)
-    except (keyed.KeyProblem, OSError) as e:
-        return False, f"no key to check it with: {e}"
-    try:
-        body = _canonical(cert)
-    except (TypeError, ValueError) as e:
-        return False, f"not canonical JSON: {e}"
-    if (set(sig) != {"alg", "key", "value"} or sig.get("alg") != "HMAC-SHA256" or not isinstance(sig.get("key"), str)
-            or not keyed.verify(key, sig["value"], body, "HMAC-SHA256", sig["key"])):
-        return False, f"signature does not match (edited, or signed with another key than {what})"
-    return True, f"signature valid ({what})"
+def non_conformant(cert: dict | None) -> list[str]:
+    """One line per certified (op, target) that is non-conformant, with its reason."""
+    return certificate_failures(cert)
+
+
+def _val(v, fmt: str = "") -> str:
+    """A value for a rendered cell: '-' for what is not there (never 'None')."""
+    if v is None or v == "":
+        return "-"
+    return format(v, fmt) if fmt else str(v)
 
 
 def to_markdown(cert: dict[str, Any]) -> str:
-    """The human page of a certificate: every field of the JSON, in words and tables."""
+    """The human page of a certificate: every field of the JSON, in words and tables. It is a
+    rendering, never read back: ``certify --verify`` reads certificate.json's signed payload."""
     git = cert.get("git") or {}
     cs, tp = cert.get("case_set") or {}, cert.get("tolerance_policy") or {}
     L = ["# qconform certificate", ""]
-    L.append(f"Run `{cert.get('run_id')}`, created {cert.get('created_utc')} (UTC); suite {cert.get('suite_version')}, "
-             f"git {git.get('commit') or '?'}{' (dirty)' if git.get('dirty') else ''}; golden scheme "
-             f"`{(cert.get('golden') or {}).get('scheme')}`.")
+    bad = non_conformant(cert)
+    if bad:
+        L += ["**NON-CONFORMANT**:", ""] + [f"- {md_cell(b)}" for b in bad] + [""]
+    L.append(f"Run `{_val(cert.get('run_id'))}`, created {_val(cert.get('created_utc'))} (UTC); suite "
+             f"{_val(cert.get('suite_version'))}, git {git.get('commit') or '?'}{' (dirty)' if git.get('dirty') else ''}; "
+             f"golden scheme `{_val((cert.get('golden') or {}).get('scheme'))}`.")
     L.append("")
-    L.append(f"**Tolerance**: `{tp.get('source')}` version {tp.get('version') or '?'}, sha256 `{tp.get('sha256')}`: "
-             f"{tp.get('note')}.")
-    L.append(f"**Case set**: {cs.get('cases')} cases, seed {cs.get('seed')}, {cs.get('cases_per_op')} per op, ops "
-             f"{cs.get('ops') or 'all'}{', FILTERED (a subset)' if cs.get('filtered') else ''}"
+    sig = cert.get("signer") or {}
+    L.append(f"**Signed** with Ed25519 key `{_val(sig.get('keyid'))}` (its fingerprint): certificate.json is an in-toto "
+             f"Statement in a DSSE envelope; check it with `qconform certify --verify certificate.json --public-key "
+             f"FILE` (the signer's public key). This page is a rendering of it, not signed itself.")
+    L.append(f"**Tolerance**: `{_val(tp.get('source'))}` version {tp.get('version') or '?'}, sha256 "
+             f"`{_val(tp.get('sha256'))}`: {_val(tp.get('note'))}.")
+    L.append(f"**Case set**: {_val(cs.get('cases'))} cases, seed {_val(cs.get('seed'))}, {_val(cs.get('cases_per_op'))} per "
+             f"op, ops {cs.get('ops') or 'all'}{', FILTERED (a subset)' if cs.get('filtered') else ''}"
              f"{', case files ' + str(cs.get('case_files')) if cs.get('case_files') else ''}; sha256 over the "
-             f"{len(cs.get('list') or [])} case digests, sorted by case id, `{cs.get('sha256')}` "
+             f"{len(cs.get('list') or [])} case digests, sorted by case id, `{_val(cs.get('sha256'))}` "
              f"(every case's sha256 in certificate.json).")
     if cs.get("unlisted") or cs.get("digest_mismatch"):
         L.append(f"**CASES NOT IN THE RUN'S LIST**: {cs.get('unlisted')}; digest differs: {cs.get('digest_mismatch')}")
     L.append("**Spec tables**: " + ", ".join(f"{n} `{d}`" for n, d in (cert.get("spec_tables") or {}).items()) + ".")
     fd = cert.get("findings") or {}
-    L.append(f"**Findings** file sha256 `{fd.get('sha256')}`; used: {', '.join(fd.get('used') or []) or 'none'}.")
-    L.append(f"**Rules**: {(cert.get('rules') or {}).get('tie_scheme')}; {(cert.get('rules') or {}).get('shrink')}.")
-    sig = cert.get("signature") or {}
-    L.append(f"**Signature**: {sig.get('alg')} by {sig.get('key') or 'NO KEY (' + str(sig.get('why')) + ')'}: "
-             f"`{sig.get('value')}` (check with `qconform certify --verify certificate.json`).")
+    L.append(f"**Findings** file sha256 `{_val(fd.get('sha256'))}`; used: {', '.join(fd.get('used') or []) or 'none'}.")
+    L.append(f"**Rules**: {_val((cert.get('rules') or {}).get('tie_scheme'))}; "
+             f"{_val((cert.get('rules') or {}).get('shrink'))}.")
     L += ["", "## Host", ""]
-    L += [f"- {k}: {v}" for k, v in (cert.get("host") or {}).items()]
+    L += [f"- {md_cell(k)}: {md_cell(_val(v))}" for k, v in (cert.get("host") or {}).items()]
     L += ["", "## Targets", ""]
     for t, v in (cert.get("targets") or {}).items():
         vers = ", ".join(f"{k} {x}" for k, x in (v.get("versions") or {}).items()) or "(no versions)"
-        rest = "; ".join(f"{k}: {x}" for k, x in v.items() if k not in ("versions",) and x not in (None, "", {}, []))
+        rest = "; ".join(f"{k}: {x}" for k, x in v.items()
+                         if k not in ("versions", "kernel") and x not in (None, "", {}, []))
         L.append(f"- **{md_cell(t)}**: {md_cell(vers)}" + (f"; {md_cell(rest)}" if rest else ""))
+        k = v.get("kernel") or {}
+        if k:
+            L.append(f"  - kernel `{md_cell(_val(k.get('class')))}`")
+            for f in list(k.get("sources") or []) + list(k.get("libraries") or []):
+                L.append(f"  - {md_code(str(f.get('path')))} sha256 `{_val(f.get('sha256'))}`"
+                         + (f" (named by ${f['env']})" if f.get("env") else ""))
     if cert.get("waiver_problems"):
         L += ["", "## WAIVER PROBLEMS", ""] + [f"- **{md_cell(p)}**" for p in cert["waiver_problems"]]
-    L += ["", "## Verdicts", "", ("| target | spec | op | verdict | cases | passed | bit-exact | failed | errors | "
-                                  "unsupported | waived | bit-exact % | max abs LSB | best scheme (declared) | "
+    L += ["", "## Verdicts", "", ("| target | spec | op | verdict | why | cases | passed | bit-exact | failed | errors | "
+                                  "unsupported | waived | bit-exact % | max abs LSB | closest scheme (declared) | "
                                   "bias: mean, above/below, p | tolerance | case digest |"),
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for o in cert.get("ops") or []:
         c, b = o["counts"], o.get("bias") or {}
-        tol = "; ".join(f"{t['dtype']}: <= {t['max_abs_lsb']:g} LSB (rule {t['rule']}"
+        tol = "; ".join(f"{t['dtype']}: <= {t['max_abs_lsb']:g} LSB (rule {_val(t['rule'])}"
                         + (f", versions {t['rule_versions']}" if t["rule_versions"] else "")
                         + (f", bias p < {t['bias_alpha']:g}" if t.get("bias_alpha") else "") + ")"
                         for t in o["tolerance"]) or "-"
         bias = "-" if b.get("mean_lsb") is None else f"{b['mean_lsb']:+g}, {b['above']}/{b['below']}, {b['p']:g}"
-        L.append(f"| {md_cell(o['target'])} | {o['spec']} | {o['op']} | **{o['verdict']}** | {c['cases']} | {c['passed']} | "
+        best = ("-" if not o.get("best_scheme") else f"{o['best_scheme']} {_val(o.get('best_scheme_exact_pct'))}%")
+        L.append(f"| {md_cell(o['target'])} | {o['spec']} | {o['op']} | **{o['verdict']}** | {md_cell(_val(o.get('reason')))} | "
+                 f"{c['cases']} | {c['passed']} | "
                  f"{c['bit_exact']} | {c['failed']} | {c['errors']} | {c['unsupported']} | {c['waived']} | "
-                 f"{'-' if o['bit_exact_pct'] is None else o['bit_exact_pct']} | "
-                 f"{'-' if o['max_abs_lsb'] is None else format(o['max_abs_lsb'], 'g')} | "
-                 f"{o.get('best_scheme')} {o.get('best_scheme_exact_pct')}% ({o.get('declared_scheme')}) | {bias} | "
+                 f"{_val(o['bit_exact_pct'])} | {_val(o['max_abs_lsb'], 'g')} | "
+                 f"{best} ({_val(o.get('declared_scheme'))}) | {bias} | "
                  f"{md_cell(tol)} | `{o['case_digest'][:16]}` |")
+    if cert.get("not_claimed"):
+        L += ["", "Not claimed (the target runs the op's other spec table, none of these cases): "
+              + ", ".join(f"{n['op']} ({n['spec']}) on {md_cell(n['target'])}" for n in cert["not_claimed"]) + "."]
     L += ["", "## Spec clauses covered (cases)", ""]
     for o in cert.get("ops") or []:
         L.append(f"- {o['op']} ({o['spec']}) on {o['target']}: "
                  + (", ".join(f"`{k}` {n}" for k, n in (o.get("clauses") or {}).items()) or "none"))
     whole = [(o, w) for o in cert.get("ops") or [] for w in o.get("op_failures", ())]
     if whole:
-        L += ["", "## Failing as a whole (bias, declared scheme)", ""]
+        L += ["", "## Failing as a whole (bias, declared scheme, rounding)", ""]
         L += [f"- {o['op']} ({o['spec']}) on {md_cell(o['target'])}: {md_cell(w)}" for o, w in whole]
     bad = [(o, f) for o in cert.get("ops") or [] for f in o["failing"]]
     if bad:
@@ -497,26 +586,35 @@ def to_markdown(cert: dict[str, Any]) -> str:
                 L.append(f"  - reproduce: {md_code(f['repro'])}")
     if cert.get("waived"):
         L += ["", "## Waived cases", ""]
-        L += [f"- {md_code(w['case_id'])} on {md_cell(w['target'])}: waiver {md_cell(w['waiver'])}, until "
-              f"{md_cell(w['until'])}" for w in cert["waived"]]
+        L += [f"- {md_code(w['case_id'])} on {md_cell(w['target'])}: waiver {md_cell(_val(w['waiver']))}, until "
+              f"{md_cell(_val(w['until']))}" for w in cert["waived"]]
     wf = (cert.get("waivers") or {}).get("files") or {}
     if wf:   # (a file's name is the user's: as code, no backtick in it)
-        L += ["", "Waiver files: " + ", ".join(f"{md_code(f)} sha256 `{d}`" for f, d in wf.items())]
+        L += ["", "Waiver files: " + ", ".join(f"{md_code(f)} sha256 `{_val(d)}`" for f, d in wf.items())]
     return "\n".join(L) + "\n"
 
 
-def read_certificate(path: str | Path, field: str = "--verify") -> dict[str, Any]:
-    """A certificate's JSON (a run folder: its certificate.json): a bounded read of a regular file
-    (suite/core/userfile.py), parsed as data; one QconformError naming the file (and ``field``,
-    where it came from) otherwise."""
+def read_envelope(path: str | Path, field: str = "--verify") -> attest.Envelope:
+    """A certificate.json (a run folder: its certificate.json) as a DSSE envelope, nothing in it
+    trusted yet: a bounded read of a regular file (suite/core/userfile.py), strict JSON (a key
+    twice in one object is refused); one QconformError naming the file otherwise."""
     p = Path(path)
     if p.is_dir():
         p = p / CERT_JSON
     text = read_text(p, "certificate", field, kind="run")
     try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as e:
-        raise QconformError(f"certificate is not JSON: {str(e)[:200]}", source=str(p), rule="JSON") from None
-    if not isinstance(doc, dict):
-        raise QconformError("certificate is not a JSON object", source=str(p), rule="a JSON object")
-    return doc
+        return attest.Envelope(attest.strict_loads(text))
+    except ValueError as e:
+        raise QconformError(f"certificate is not a signed {FORMAT} (a DSSE envelope): {str(e)[:200]}",
+                            source=str(p), rule="strict JSON, a DSSE envelope") from None
+
+
+def read_certificate(path: str | Path, field: str = "--verify") -> dict[str, Any]:
+    """The certificate (the Statement's predicate) of a certificate.json, its signature NOT checked
+    (a page rebuilt, a merge's shard lists): :func:`read_envelope`, then the payload as strict JSON."""
+    env = read_envelope(path, field)
+    try:
+        cert = env.statement()["predicate"]
+    except ValueError as e:
+        raise QconformError(f"certificate payload: {str(e)[:200]}", source=str(path), rule="an in-toto Statement") from None
+    return cert

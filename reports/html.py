@@ -293,7 +293,7 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
     parts: list[str] = []
     run_id = (run_info or {}).get("run_id") or page.run_id or "?"
     parts.append(f"<h1>qconform report &mdash; run {_e(run_id)}</h1>")
-    word, line = verdict(tot, run_info)
+    word, line = verdict(tot, run_info, certificate)
     parts.append(f'<div class="verdict {word}" id="verdict">{word}: {_e(line)}</div>')
     if machines(run_info):   # where it ran: the host's and each device's ISA (what the runtimes dispatch on)
         parts.append('<p class="muted" id="machines">' + "<br>".join(_e(m) for m in machines(run_info)) + "</p>")
@@ -517,9 +517,10 @@ def render(page: Page, table: list[dict], pairs: list[dict], run_info: dict | No
     # ---- certificate
     if certificate:
         parts.append('<h2 id="certificate-section">Certificate</h2>')
-        crow2 = [[o.get("target"), o.get("spec"), o.get("op"), o.get("verdict"), o.get("counts", {}).get("cases"),
-                  o.get("counts", {}).get("failed"), o.get("case_digest")] for o in certificate.get("ops", [])]
-        parts.append(_table(["target", "spec", "op", "verdict", "cases", "failed", "case set digest"], crow2,
+        crow2 = [[o.get("target"), o.get("spec"), o.get("op"), o.get("verdict"), o.get("reason") or "-",
+                  o.get("counts", {}).get("cases"), o.get("counts", {}).get("failed"), o.get("case_digest")]
+                 for o in certificate.get("ops", [])]
+        parts.append(_table(["target", "spec", "op", "verdict", "why", "cases", "failed", "case set digest"], crow2,
                             "certificate", {"cases", "failed"}))
 
     # ---- run facts

@@ -285,12 +285,22 @@ def verdict_line(t: dict[str, int]) -> str:
     return f"{head}; {t['findings']} known (findings), {t['waived']} waived"
 
 
-def verdict(t: dict[str, int], run_info: dict | None) -> tuple[str, str]:
-    """The run in one word and a line: FAIL (a new failure, or pytest's exit status was not 0),
+def certificate_failures(cert: dict | None) -> list[str]:
+    """The certified (op, target)s that are non-conformant, each with its reason (reports/certify.py)."""
+    return [f"{o.get('op')} ({o.get('spec')}) on {o.get('target')}: {o.get('reason') or 'see certificate.md'}"
+            for o in (cert or {}).get("ops") or [] if o.get("verdict") == "non-conformant"]
+
+
+def verdict(t: dict[str, int], run_info: dict | None, certificate: dict | None = None) -> tuple[str, str]:
+    """The run in one word and a line: FAIL (a new failure, a non-conformant certified (op, target),
+    or pytest's exit status was not 0),
     INCOMPLETE (no run.json, the run did not finish, or planned results have no row: what ran so
     far is no PASS) or PASS."""
     line = verdict_line(t)
     status = (run_info or {}).get("exit_status")
+    bad = certificate_failures(certificate)
+    if bad:
+        return "FAIL", f"certificate: NON-CONFORMANT: {'; '.join(bad)}; {line}"
     if t["new"] or t.get("groups_new"):
         return "FAIL", line
     if not run_info or not run_info.get("finished") or run_info.get("interrupted"):
@@ -365,11 +375,11 @@ def _md(v) -> str:
 
 def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[dict] | None = None,
                   n_new: int | None = None, cross: list[dict] | None = None, review: list[dict] | None = None,
-                  since: str | None = None, models: str | None = None) -> str:
-    """summary.md: the verdict, a ``--model`` run's Models section (``models``: reports/models.py), the new failures (``new``: their rows, as reports.html.Page keeps
+                  since: str | None = None, models: str | None = None, certificate: dict | None = None) -> str:
+    """summary.md: the verdict (a non-conformant ``certificate`` fails it), a ``--model`` run's Models section (``models``: reports/models.py), the new failures (``new``: their rows, as reports.html.Page keeps
     them, ``n_new`` of them in all; and their (op, target)s), the cross-device table (``cross``:
     reports.crossdevice), then the whole table."""
-    word, line = verdict(totals(summary), run_info)
+    word, line = verdict(totals(summary), run_info, certificate)
     out = [f"# qconform summary\n\n**{word}: {line}**\n"]
     where = machines(run_info)
     out += [f"- {_md(m)}" for m in where] + ([""] if where else [])

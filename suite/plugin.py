@@ -38,6 +38,9 @@ from suite.core.errors import QconformError
 from suite.core.verdict import Outcome, Status, Verdict
 from suite.harness import resume as resume_mod
 from suite.harness.folder import DiskError, RunFolder, disk_error, new_run_id, write_whole
+from suite.harness.identity import identity
+from reports import attest
+from reports.summary import certificate_failures
 from suite.harness.goldens import GoldenStore
 from suite.harness.groups import GROUP_TEST, GroupRows, after_their_cases, has_group_rule
 from suite.harness.hunt import Hunter, HuntOptions, findings_on
@@ -252,6 +255,7 @@ class QconformSession:
 
     def __init__(self, config, stop: Stop | None = None):
         self.config, self.stop = config, stop
+        self._kernels: dict[str, dict] = {}   # target -> its identity, for the certificate
         o = config.option
         self.worker_input = getattr(config, "workerinput", None)
         self.controller = self.worker_input is None
@@ -262,6 +266,7 @@ class QconformSession:
         self.cases, self.graph, self.model_feeds = s.cases, s.graph, s.model_feeds
         self.policy, self.tolerance_digest, self.reruns = s.policy, s.tolerance_digest, s.reruns
         self.resumed, self.device_text = s.resumed, s.device_text
+        self.signer = s.signer   # --certify's key, read (or made) before anything runs
         policy, waivers, policy_text = s.policy, s.waivers, s.policy_text
         self.waivers = waivers
         # resolved before this run's folder exists: a `latest` given as the baseline must not become this run
@@ -312,12 +317,19 @@ class QconformSession:
         except Exception as e:
             return {"error": f"{type(e).__name__}: {e}"}
 
+    def _kernel(self, name: str) -> dict:
+        """What the target is, by digest (suite/harness/identity.py): taken once, at the start."""
+        if name not in self._kernels:
+            self._kernels[name] = identity(self.targets[name], self.selectors.get(name, name))
+        return self._kernels[name]
+
     def _write_run_info(self, **end) -> dict:
         """run.json: at the start (``finished`` null, so an interrupted run still says what it
         was), and at the end with ``end`` (finished, exit status, interrupted) and the cost."""
         targets = {n: {"description": getattr(t, "description", ""), "expected_scheme": getattr(t, "expected_scheme", None),
                        "versions": self.versions(n),
-                       "devices": t.device_facts() if hasattr(t, "device_facts") else None}
+                       "devices": t.device_facts() if hasattr(t, "device_facts") else None,
+                       **({"kernel": self._kernel(n)} if self.opts.certify else {})}
                    for n, t in self.targets.items()}
         if not end:
             options = {**self.opts.as_dict(), "report_dir": str(self.folder.path),
@@ -553,12 +565,14 @@ class QconformSession:
                                             baseline=self.baseline,
                                             certify_cases=([[c.id, c.sha256()] for c in self._cases()]
                                                            if self.opts.certify and self.graph is None else None),
-                                            certify_key=self.config.getoption("certify_key"))
+                                            certify_key=self.signer)
                 if self.interrupted or self.stop is None or self.stop.count == signals:
                     break
             # an (op, target) failing as a whole (its bias, its declared scheme) fails the run; judged
             # from results.jsonl, so a resumed or xdist run gets the verdict of an uninterrupted one
             if session.exitstatus == 0 and any(not g["finding"] for g in self.report.groups):
+                session.exitstatus = 1
+            if session.exitstatus == 0 and certificate_failures(self.report.certificate):   # (#30) the verdict is the point
                 session.exitstatus = 1
             if session.exitstatus == 0 and self.report.missing:   # a planned case without a row is no pass
                 session.exitstatus = pytest.ExitCode.INTERRUPTED
@@ -605,6 +619,13 @@ class QconformSession:
                 tr.write_line("every (op, target): summary.md in the run folder, or -v")
         for line, markup in terminal_lines(rep):
             tr.write_line(line, **markup)
+        if self.signer is not None and rep.certificate:
+            pub = attest.public_path(self.signer.path)
+            if self.signer.created:
+                tr.write_line(f"qconform: made your signing key {self.signer.path} (keep it secret) and its public key "
+                              f"{pub} (give it to whoever verifies)", yellow=True)
+            tr.write_line(f"certificate signed with key {self.signer.keyid[:16]}; verify it: qconform certify --verify "
+                          f"{self.folder.path / 'certificate.json'} --public-key {pub}")
         models_bad = 0
         for line, bad in getattr(self, "model_lines", []):   # --model: one line per (model, target) (#24)
             tr.write_line(line, red=bad, yellow=not bad)
@@ -617,8 +638,11 @@ class QconformSession:
         if rep.summary:   # the last qconform line: the verdict, new failures apart from known ones
             t = totals(rep.summary)
             bad = bool(t["new"] or t["groups_new"] or models_bad)
-            tr.write_line(f"qconform: {verdict_line(t)}" + (f"; {models_bad} (model, target) failing as a whole"
-                                                             if models_bad else "")
+            cert_bad = certificate_failures(rep.certificate)
+            bad = bad or bool(cert_bad)
+            tr.write_line(f"qconform: " + (f"certificate NON-CONFORMANT: {'; '.join(cert_bad)}; " if cert_bad else "")
+                          + verdict_line(t) + (f"; {models_bad} (model, target) failing as a whole"
+                                               if models_bad else "")
                           + (" (interrupted: the results so far)" if self.interrupted else "") + short,
                           red=bad or bool(short), green=not (bad or short), bold=True)
         elif self.interrupted or short:

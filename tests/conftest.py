@@ -42,6 +42,9 @@ def pytest_configure(config):
     # Nor make or read the user's cache key (~/.cache/qconform/key).
     if "QCONFORM_KEY_FILE" not in os.environ:
         os.environ["QCONFORM_KEY_FILE"] = str(Path(tempfile.mkdtemp(prefix="qconform-test-key-")) / "key")
+    # Nor the user's certificate signing key (~/.config/qconform/certify-ed25519.pem).
+    if "QCONFORM_CERTIFY_KEY" not in os.environ:
+        os.environ["QCONFORM_CERTIFY_KEY"] = str(Path(tempfile.mkdtemp(prefix="qconform-test-sign-")) / "k.pem")
     # The suite runs and commands the tests start are Python processes that import the whole
     # suite: where PYTHONDONTWRITEBYTECODE is set (CI images often set it) each compiled every
     # module anew, and pytest rewrote the plugin's asserts anew (1.4 s a run; `pytest tests`

@@ -11,6 +11,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
+from reports.certify import read_certificate
+
 from reference import golden
 from reference.schemes import get_scheme, kernel_schemes
 from reports import causes
@@ -242,7 +244,7 @@ def test_half_up_kernel_is_named_and_fails_the_run_on_its_bias(run):
     assert "SCHEME: ADD on half-up-claims-ref: declares expected_scheme tflite-ref-double" in proc.stdout
     assert json.loads((rd / "run.json").read_text())["exit_status"] == 1
     assert "FAIL" in (rd / "summary.md").read_text().splitlines()[2]
-    cert = {(o["target"], o["spec"]): o for o in json.loads((rd / "certificate.json").read_text())["ops"]
+    cert = {(o["target"], o["spec"]): o for o in read_certificate(rd)["ops"]
             if o["op"] == "ADD"}
     assert cert[("half-up", "litert-int8")]["verdict"] == "non-conformant"
     assert any("biased +" in w and "toward +inf" in w for w in cert[("half-up", "litert-int8")]["op_failures"])

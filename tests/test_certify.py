@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from reports.certify import case_list_digest, case_set_digest, verdict_of
+from reports.certify import read_certificate, case_list_digest, case_set_digest, verdict_of
 from reports.results import read_rows
 from suite.core.errors import QconformError
 from suite.core.waivers import load_waivers
@@ -30,7 +30,7 @@ def run(pytester):
 
 
 def _cert(rd):
-    return json.loads((rd / "certificate.json").read_text())
+    return read_certificate(rd)
 
 
 def _entries(cert, spec="litert-int8"):

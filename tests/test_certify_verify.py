@@ -4,6 +4,7 @@ changed; an unreadable one exits 2 (issue #23)."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
 import json
@@ -11,6 +12,7 @@ import os
 
 import pytest
 
+from reports import attest
 from reports.certify import FORMAT, read_certificate
 from suite.cli import build_parser, main
 from suite.core.errors import QconformError
@@ -25,29 +27,42 @@ build_parser()
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
-    """A certificate of a small run, signed with a key file of its own, and that key file."""
+    """A certificate of a small run, signed with a key pair of its own, and that key pair."""
     return {}
 
 
 @pytest.fixture
 def cert(pytester, tmp_path, made):
     if not made:
-        key = tmp_path / "key"
-        key.write_bytes(os.urandom(32))
+        key = tmp_path / "key.pem"
+        attest.keygen(key)
         run, rd = run_inprocess(pytester, "--target=tests.tie_kernels:Correct", "--ops", "ADD,FULLY_CONNECTED",
                                 "--cases-per-op", "3", "--certify", f"--certify-key={key}")
         assert run.returncode == 0, run.stdout[-2000:]
-        made.update(doc=json.loads((rd / "certificate.json").read_text()), key=key.read_bytes(),
-                    md=(rd / "certificate.md").read_text())
-    key = tmp_path / "k"
+        made.update(env=json.loads((rd / "certificate.json").read_text()), key=key.read_bytes(),
+                    pub=attest.public_path(key).read_bytes(), md=(rd / "certificate.md").read_text())
+    key = tmp_path / "k.pem"
     key.write_bytes(made["key"])
-    return copy.deepcopy(made["doc"]), key, made["md"]
+    key.chmod(0o600)
+    attest.public_path(key).write_bytes(made["pub"])
+    return copy.deepcopy(made["env"]), key, made["md"]
 
 
-def _verify(tmp_path, doc, key, *extra, name="c.json") -> int:
+def _doc(env: dict) -> dict:
+    return json.loads(base64.b64decode(env["payload"]))["predicate"]
+
+
+def _with(env: dict, doc: dict) -> dict:
+    """``env`` with its payload's predicate replaced, the signature left as it was."""
+    st = json.loads(base64.b64decode(env["payload"]))
+    st["predicate"] = doc
+    return {**env, "payload": base64.b64encode(json.dumps(st).encode()).decode()}
+
+
+def _verify(tmp_path, env, key, *extra, name="c.json") -> int:
     p = tmp_path / name
-    p.write_text(json.dumps(doc))
-    return main(["certify", "--verify", str(p), f"--key={key}", *extra])
+    p.write_text(json.dumps(env))
+    return main(["certify", "--verify", str(p), f"--public-key={attest.public_path(key)}", *extra])
 
 
 def _edited(v):
@@ -65,7 +80,8 @@ def _edited(v):
 
 
 def test_a_certificate_holds_every_field_and_verifies(cert, tmp_path, capsys):
-    doc, key, md = cert
+    env, key, md = cert
+    doc = _doc(env)
     assert doc["format"] == FORMAT and doc["created_utc"].endswith("Z")
     assert doc["git"]["commit"] and doc["suite_version"] and doc["host"]["cpu_model"] is not None
     assert doc["golden"]["scheme"] == "tflite-ref-double"
@@ -77,41 +93,43 @@ def test_a_certificate_holds_every_field_and_verifies(cert, tmp_path, capsys):
     assert len(doc["findings"]["sha256"]) == 64 and "tie_scheme" in doc["rules"]
     o = {x["op"]: x for x in doc["ops"] if x["spec"] == "litert-int8"}["FULLY_CONNECTED"]
     assert o["best_scheme"] and o["bias"]["elements"] and o["clauses"] and o["verdict"] == "bit-exact"
-    assert doc["signature"]["alg"] == "HMAC-SHA256" and len(doc["signature"]["value"]) == 64
-    for words in ("(UTC)", "DEFAULT tolerance", "## Host", "## Spec clauses covered", "Signature"):
+    assert doc["signer"]["alg"] == "ed25519" and doc["signer"]["keyid"] == env["signatures"][0]["keyid"]
+    for words in ("(UTC)", "DEFAULT tolerance", "## Host", "## Spec clauses covered", "Signed"):
         assert words in md
-    assert _verify(tmp_path, doc, key) == 0
+    assert _verify(tmp_path, env, key) == 0
     assert "VERIFIED" in capsys.readouterr().out
 
 
 def test_any_edited_field_fails_verification(cert, tmp_path, capsys):
-    doc, key, _ = cert
+    env, key, _ = cert
+    doc = _doc(env)
     for field in doc:
         bad = copy.deepcopy(doc)
         bad[field] = _edited(bad[field])
-        # (an edited format tag is not a certificate of this format at all: unreadable)
-        assert _verify(tmp_path, bad, key) == (2 if field == "format" else 1), field
+        assert _verify(tmp_path, _with(env, bad), key) == 1, field   # (the signature first, whatever the field)
     bad = copy.deepcopy(doc)
     bad["ops"][0]["verdict"] = "bit-exact" if bad["ops"][0]["verdict"] != "bit-exact" else "non-conformant"
-    assert _verify(tmp_path, bad, key) == 1
+    assert _verify(tmp_path, _with(env, bad), key) == 1
     out = capsys.readouterr().out
-    assert "MISMATCH  signature does not match" in out and "VERIFIED" not in out
+    assert "FORGED" in out and "VERIFIED against" not in out
 
 
 def test_another_key_or_a_resigned_edit_fails(cert, tmp_path, capsys):
-    from reports.certify import sign
-    doc, key, _ = cert
-    other = tmp_path / "other"
-    other.write_bytes(os.urandom(32))
-    assert _verify(tmp_path, doc, other) == 1
+    from reports.certify import seal
+    env, key, _ = cert
+    other = tmp_path / "other.pem"
+    attest.keygen(other)
+    assert _verify(tmp_path, env, other) == 1
+    assert "OTHER KEY" in capsys.readouterr().out
+    signer = attest.load_signer(key)
     # signed again after an edit, with the right key: the signature holds, the digests do not
-    forged = copy.deepcopy(doc)
+    forged = _doc(env)
     forged["case_set"]["list"][0][1] = "0" * 64
-    assert _verify(tmp_path, sign(forged, key), key) == 1
+    assert _verify(tmp_path, seal(forged, signer), key) == 1
     assert "MISMATCH  case set" in capsys.readouterr().out
-    forged = copy.deepcopy(doc)
+    forged = _doc(env)
     forged["tolerance_policy"]["sha256"] = "0" * 64
-    assert _verify(tmp_path, sign(forged, key), key) == 1
+    assert _verify(tmp_path, seal(forged, signer), key) == 1
 
 
 def test_unreadable_certificates_exit_2(tmp_path, capsys):
@@ -120,7 +138,7 @@ def test_unreadable_certificates_exit_2(tmp_path, capsys):
     assert main(["certify", "--verify", str(tmp_path / "bad.json")]) == 2
     (tmp_path / "list.json").write_text("[1, 2]")
     assert main(["certify", "--verify", str(tmp_path / "list.json")]) == 2
-    (tmp_path / "v1.json").write_text(json.dumps({"format": "qconform-certificate/1"}))
+    (tmp_path / "v1.json").write_text(json.dumps({"format": "qconform-certificate/2", "signature": {}}))
     assert main(["certify", "--verify", str(tmp_path / "v1.json")]) == 2
     os.mkfifo(tmp_path / "fifo")     # never blocks, never read
     assert main(["certify", "--verify", str(tmp_path / "fifo")]) == 2
@@ -132,16 +150,17 @@ def test_unreadable_certificates_exit_2(tmp_path, capsys):
 
 
 def test_the_user_key_signs_by_default(monkeypatch, tmp_path):
-    from reports.certify import sign, signature_ok
-    monkeypatch.setenv("QCONFORM_KEY_FILE", str(tmp_path / "key"))     # (keyed.py creates it, mode 0600)
-    doc = sign({"format": FORMAT, "x": 1})
-    assert "user's key" in doc["signature"]["key"] and signature_ok(doc)[0]
-    doc["x"] = 2
-    assert not signature_ok(doc)[0]
+    monkeypatch.setenv("QCONFORM_CERTIFY_KEY", str(tmp_path / "mine.pem"))   # (made on first use, mode 0600)
+    signer = attest.signing_key(None)
+    assert signer.created and (tmp_path / "mine.pem").stat().st_mode & 0o077 == 0
+    assert attest.signing_key(None).keyid == signer.keyid and not attest.signing_key(None).created
+    env = attest.Envelope(attest.seal({"format": FORMAT, "x": 1}, [], signer))
+    pub = attest.load_public(tmp_path / "mine.pem.pub")
+    assert env.check(pub)[0] == "valid"
 
 
 def test_a_merged_sharded_run_certifies_its_shards_cases(pytester, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("QCONFORM_KEY_FILE", str(tmp_path / "key"))
+    monkeypatch.setenv("QCONFORM_CERTIFY_KEY", str(tmp_path / "key.pem"))
     w = tmp_path / "w.toml"
     w.write_text('format = "qconform-waivers/1"\ntarget = "correct"\n[[waiver]]\ncase = "NONE-*"\nreason = "r"\n'
                  'versions = { x = "1" }\nexpires = 2099-12-31\n')
@@ -154,9 +173,10 @@ def test_a_merged_sharded_run_certifies_its_shards_cases(pytester, tmp_path, mon
     assert main(["merge", *map(str, shards), "-o", str(out)]) == 0
     w.unlink()
     (tmp_path / "w.kept").rename(w)
-    cert = json.loads((out / "certificate.json").read_text())
+    cert = read_certificate(out)
     # named by the shards' run.json, not read by the merge: the digest their certificates recorded
     assert cert["waivers"]["files"] == {str(w): hashlib.sha256(w.read_bytes()).hexdigest()}
     cs = cert["case_set"]
     assert cs["cases"] == len(cs["list"]) and not cs["unlisted"] and not cs["digest_mismatch"]
     assert main(["certify", "--verify", str(out / "certificate.json"), f"--waivers={w}"]) == 0, capsys.readouterr().out
+    # (the user's own public key, by default: what `pytest --certify` signed with)

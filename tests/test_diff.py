@@ -386,13 +386,22 @@ def test_new_group_verdict_bias_heads_the_diff(pytester, diff, tmp_path, monkeyp
     assert code == 0 and "still-failing group verdicts (2):" in out and "new group verdict" not in out, out
 
 
+def _envelope(cert: dict) -> str:
+    """certificate.json's form (reports/attest.py: a DSSE envelope; its signature is not read here)."""
+    import base64
+    from reports import attest
+    body = json.dumps(attest.statement(cert, [{"name": "x", "digest": {"sha256": "0" * 64}}])).encode()
+    return json.dumps({"payloadType": attest.PAYLOAD_TYPE, "payload": base64.b64encode(body).decode(),
+                       "signatures": [{"keyid": "k", "sig": ""}]})
+
+
 def test_group_verdicts_compare_certificates_only_when_both_runs_certified(tmp_path):
     from reports.groups import compare, read_group_verdicts
     cert = {"ops": [{"op": "ADD", "target": "t", "spec": "litert-int8", "verdict": "non-conformant", "op_failures": []}]}
     a, b = _write(tmp_path / "a", [_row("ADD-x-000")]), _write(tmp_path / "b", [_row("ADD-x-000")])
-    (b / "certificate.json").write_text(json.dumps(cert))
+    (b / "certificate.json").write_text(_envelope(cert))
     got = compare(read_group_verdicts(a), read_group_verdicts(b), {("ADD", "t")})
     assert got == {"new": [], "fixed": [], "still": [], "known": []}   # a certificate in the run only
-    (a / "certificate.json").write_text(json.dumps({"ops": []}))
+    (a / "certificate.json").write_text(_envelope({"ops": []}))
     got = compare(read_group_verdicts(a), read_group_verdicts(b), {("ADD", "t")})
     assert [v["label"] for v in got["new"]] == ["certification litert-int8 on ADD/t"]

@@ -7,6 +7,7 @@ the correct one."""
 from __future__ import annotations
 
 import json
+from reports.certify import read_certificate
 
 import pytest
 
@@ -74,7 +75,7 @@ def test_ties_cases_are_added_beyond_cases_per_op():
 def _certify(pytester, targets, ops, *extra):
     run, rd = run_inprocess(pytester, "--target=" + ",".join(f"tests.tie_kernels:{t}" for t in targets),
                             "--ops", ",".join(ops), "--certify", *extra)
-    cert = json.loads((rd / "certificate.json").read_text())
+    cert = read_certificate(rd)
     return run, {(o["target"], o["op"]): o for o in cert["ops"] if o["spec"] == "litert-int8"}
 
 
@@ -119,7 +120,7 @@ def test_vendor_fully_connected_is_conformant_under_the_default_tolerance(pytest
 # ----------------------------------------------------------------------------- the certificate's rules
 
 def _entry(*rows):
-    from reports.certify import _Entry
+    from reports.certify import read_certificate, _Entry
     e = _Entry()
     for r in rows:
         e.add({"status": "pass", "case_id": "c", "case_digest": "d", "out_dtype": "int8", "pos_err": 0, "neg_err": 0,

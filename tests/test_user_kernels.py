@@ -4,16 +4,20 @@ kernel fails with a clear mismatch report."""
 
 from __future__ import annotations
 
+import hashlib
+
 import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from examples.kernels.c_conv.target import SOURCE, CConvTarget
 from examples.kernels.python_conv import PythonConvTarget
+from reports.certify import read_certificate
 from suite.cases.generate import generate
 from targets import get_target
 from targets.base import Timing
@@ -70,8 +74,13 @@ def run(pytester, monkeypatch):
 
 def test_c_kernel_is_certified(c_lib, run):
     proc, rd = run(f"--target={C_TARGET}", "--ops", "CONV_2D", "--cases-per-op", "30",
-                         f"--tolerance={BIT_EXACT}", env={"QC_CONV_LIB": str(c_lib)})
+                         f"--tolerance={BIT_EXACT}", "--certify", env={"QC_CONV_LIB": str(c_lib)})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    # the certificate names the kernel: its module's source and the library QC_CONV_LIB loads, by sha256
+    kernel = next(iter(read_certificate(rd)["targets"].values()))["kernel"]
+    assert kernel["class"] == C_TARGET and kernel["sources"][0]["path"].endswith("c_conv/target.py")
+    assert {"path": str(c_lib), "sha256": hashlib.sha256(Path(c_lib).read_bytes()).hexdigest(),
+            "env": "QC_CONV_LIB"} in kernel["libraries"]
     rows = _rows(rd)
     ran = _int8(rows)
     assert len(ran) == 32 and all(r["status"] == "pass" and r["bit_exact"] for r in ran)   # 30 + 2 `ties`

@@ -13,8 +13,9 @@ that rounds half toward zero moves every one 1 toward the zero point.
 ``TowardZero`` the golden, with every exact tie rounded toward zero
 ``HalfEven``   the golden, with every exact tie rounded to the even code (unbiased, other scheme)
 
-``VendorFC``, ``VendorFCHalfUp``, ``VendorFCTowardZero``: FULLY_CONNECTED written from the docs,
-not from the golden (the issue's vendor kernel), rounding half away from zero, half up, toward zero.
+``VendorFC``, ``VendorFCHalfUp``, ``VendorFCTowardZero``, ``VendorFCTruncate``: FULLY_CONNECTED written
+from the docs, not from the golden (the issue's vendor kernel), rounding half away from zero, half up,
+ties toward zero, every fraction toward zero.
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ ROUNDINGS = {
     "away": _half_away,                                       # std::round: LiteRT's reference kernel
     "up": lambda v: np.floor(v + 0.5),                        # ties toward +inf
     "toward_zero": lambda v: np.sign(v) * np.ceil(np.abs(v) - 0.5),   # ties toward zero
+    "truncate": np.trunc,                                      # every fraction toward zero
 }
 
 
@@ -158,3 +160,8 @@ class VendorFCHalfUp(VendorFC):
 class VendorFCTowardZero(VendorFC):
     name = "vendor-fc-toward-zero"
     rounding = "toward_zero"
+
+
+class VendorFCTruncate(VendorFC):
+    name = "vendor-fc-truncate"
+    rounding = "truncate"

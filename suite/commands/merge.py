@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from reports.merge import merge
-from reports.summary import totals, verdict_line
+from reports.summary import certificate_failures, totals, verdict_line
 from suite.harness.folder import new_run_id
 
 
@@ -30,6 +30,10 @@ def run(args) -> int:
         print(f"shard {s['shard']}: run {s['run_id']} on {host}" + ("" if s["complete"] else " (INCOMPLETE)"))
     t = totals(report.summary) if report.summary else None
     line = verdict_line(t) if t else "no results"
-    bad = doc["interrupted"] or doc.get("exit_status") not in (0, 5) or bool(t and (t["new"] or t["groups_new"]))
+    cert_bad = certificate_failures(report.certificate)   # (a non-conformant certified op fails the merge too)
+    for c in cert_bad:
+        print(f"certificate NON-CONFORMANT: {c}")
+    bad = (doc["interrupted"] or doc.get("exit_status") not in (0, 5) or bool(t and (t["new"] or t["groups_new"]))
+           or bool(cert_bad))
     print(f"merged run {args.output}: {line}" + (" (a shard is incomplete: not a pass)" if doc["interrupted"] else ""))
     return 1 if bad or report.errors else 0

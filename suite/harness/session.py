@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reports import attest
 from suite.cases.files import load_case_files
 from suite.core.case import Case
 from suite.core.errors import QconformError
@@ -51,6 +52,7 @@ class RunSetup:
     device_text: str | None  # the --device this process drives (None: this machine, or a farm's controller)
     graph: Any = None        # --model
     model_feeds: Any = None
+    signer: Any = None       # --certify's signing key (reports.attest.Signer), the controller's
 
 
 def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | None = None,
@@ -60,6 +62,11 @@ def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | 
     signals end a target's construction)."""
     controller = worker_input is None
     check_given(o)
+    if getattr(o, "certify_key", None) and not o.certify:
+        raise QconformError("a key to sign a certificate with: give --certify too", field="--certify-key",
+                            rule="--certify-key with --certify")
+    # a key that cannot be read is an error now, before anything runs (never an unsigned certificate)
+    signer = attest.signing_key(o.certify_key) if controller and o.certify else None
     resumed = resume_mod.open_run(o.resume, o.report_dir) if o.resume else None
     if resumed is not None:   # options not given come from the run being resumed
         resume_mod.fill_options(resumed, o, argv)
@@ -108,7 +115,8 @@ def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | 
                             field="--resume", rule="a resumed run keeps its tolerance policy")
     return RunSetup(opts=opts, targets=targets, selectors=selectors, unavailable=unavailable, cases=cases,
                     policy=policy, waivers=waivers, policy_text=policy_text, tolerance_digest=digest,
-                    reruns=reruns, resumed=resumed, device_text=device_text, graph=graph, model_feeds=feeds)
+                    reruns=reruns, resumed=resumed, device_text=device_text, graph=graph, model_feeds=feeds,
+                    signer=signer)
 
 
 def _default_latency_cases(devices: list, device) -> int:
