@@ -83,6 +83,7 @@ class CaseReports:
         self.path, self.line = path, (line or 0) + 1
         self.keywords = {k: 1 for k in item.keywords if k != item.name}
         self.reports: list = []
+        self.judged = self.passed = 0
 
     def _make(self, case_id: str, props: list):
         nodeid = case_nodeid(self.item.parent.nodeid, case_id, self.target)
@@ -100,6 +101,8 @@ class CaseReports:
     def add(self, case_id: str, v: Verdict) -> None:
         """The reports of ``v`` (nothing for a pass the cache does not hold as failed)."""
         outcome = v.outcome
+        self.judged += 1
+        self.passed += outcome is Outcome.PASSED
         if outcome is Outcome.PASSED and (case_id, self.target) not in self.failed:
             return
         props = [(name, v.row[k]) for k, name in self.properties if v.row.get(k) is not None]
@@ -143,6 +146,8 @@ def run_group(item, run, target: str, cases: list, add_row, reports: CaseReports
         reports.add(case.id, v)
         if item.session.shouldstop:
             break
+    # its JUnit testcase says what it covered (the other cases have testcases of their own)
+    item.user_properties += [("qconform.cases", reports.judged), ("qconform.passed", reports.passed)]
 
 
 def log_reports(item) -> None:
