@@ -4,6 +4,7 @@ recorded and reported on its own; the same rows, summaries and per-case reports 
 from __future__ import annotations
 
 import csv
+import json
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -81,3 +82,14 @@ def test_case_id_selects_single_cases(pytester, tmp_path, mode):
                              "--case-id=ADD-sat_hi-000,MUL-ties-001")
     assert proc.returncode == 0, proc.stdout
     assert sorted(r["case_id"] for r in rows_written(rd)) == ["ADD-sat_hi-000", "MUL-ties-001"]
+
+
+def test_a_group_item_resumes_with_the_cases_not_recorded(pytester, tmp_path):
+    first, rd = run_inprocess(pytester, "--target=ref", "--ops=ADD", "--cases-per-op=6", "--item=group",
+                              report_dir=tmp_path / "r")
+    lines = (rd / "results.jsonl").read_text().splitlines(True)
+    assert first.returncode == 0 and len(lines) > 5
+    (rd / "results.jsonl").write_text("".join(lines[:5]))   # interrupted after 5 rows
+    again, _ = run_inprocess(pytester, f"--resume={rd}", "--item=group")
+    assert again.returncode == 0, again.stdout
+    assert sorted(r["case_id"] for r in rows_written(rd)) == sorted(json.loads(ln)["case_id"] for ln in lines)
