@@ -37,12 +37,12 @@ from suite.cases.generate import generate, generator_ops
 from suite.core.case import Case
 from suite.core.errors import QconformError
 from suite.core.verdict import Outcome, Status, Verdict
+from suite.harness import items as grouped
 from suite.harness import resume as resume_mod
 from suite.harness.folder import DiskError, RunFolder, disk_error, new_run_id, write_whole
 from suite.harness.goldens import GoldenStore
 from suite.harness.groups import GROUP_TEST, GroupRows, after_their_cases, has_group_rule
 from suite.harness.hunt import Hunter, HuntOptions, findings_on
-from suite.harness import items as grouped
 from suite.harness.junit import add_suite_properties, suite_properties
 from suite.harness.options import DEFAULT_REPORT_ROOT, split_list
 from suite.harness.repro import TOLERANCE_COPY
@@ -491,7 +491,7 @@ class QconformSession:
 
     def pytest_collection_finish(self, session):
         pairs = [p for item in session.items for p in _pairs(item)]
-        self._items_left = Counter(getattr(item.cls, "op", None) for item in session.items if item.cls is not None)
+        self._items_left = Counter(getattr(getattr(item, "cls", None), "op", None) for item in session.items)
         if self.controller and not self.distributed and self.run is not None:   # what a complete run writes: run.json says it from now
             self.planned = (len(pairs) + (self.resumed.skipped if self.resumed else 0)) * self._rows_per_pair()
             self._doc["planned"] = self.planned
@@ -529,8 +529,12 @@ class QconformSession:
         """The cases a group item of ``nodeid`` runs (xdist's controller: as each worker selects them)."""
         cls = grouped.class_of(nodeid) or ""
         op, _, t = cls.rpartition(":")
-        return sum(1 for c in self._cases() if c.op == op and (c.id, t) not in self.own
-                   and (self.case_ids is None or c.id in self.case_ids))
+        if self.own or self.case_ids is not None:
+            return sum(1 for c in self._cases() if c.op == op and (c.id, t) not in self.own
+                       and (self.case_ids is None or c.id in self.case_ids))
+        if not hasattr(self, "_per_op"):
+            self._per_op = Counter(c.op for c in self._cases())
+        return self._per_op[op]
 
     def run_cases(self, item) -> None:
         """A group item (--item=group): its cases, each judged, recorded and reported on its own."""
@@ -548,9 +552,9 @@ class QconformSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
         res = yield
-        op = getattr(item.cls, "op", None) if item.cls is not None else None
+        op = getattr(getattr(item, "cls", None), "op", None)
         left = getattr(self, "_items_left", None)
-        if left is not None and op in left:   # its op's last test: the op's witness data are done with
+        if left is not None and op is not None and op in left:   # its op's last test: the op's witness data are done with
             left[op] -= 1
             if left[op] <= 0 and self.run is not None:
                 self.run.forget(op)
