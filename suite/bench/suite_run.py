@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from reports.runinfo import read_run_info
+from suite.bench import throughput
 
 #: the project's checkout (pyproject.toml): the default run is ``pytest`` there
 ROOT = Path(__file__).resolve().parents[2]
@@ -244,7 +245,6 @@ def own_time(targets: list[str], cases_per_op: int | None, ops: list[str] | None
     """Each target's own time for the run's cases, batched as the run batches them, in this process
     without pytest, golden or isolation (suite/bench/throughput.py; a cached target's warm-cache
     run): the floor the run's wall time is measured against."""
-    from suite.bench import throughput
     rows = throughput.run(targets, cases_per_op or 30, batch_size=batch_size, ops=ops, modes=("on",), log=log)
     return {r.target: r.wall_s for r in rows if r.mode in ("on", "on, warm cache")}
 
