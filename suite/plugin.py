@@ -16,6 +16,7 @@ _EARLY: Stop | None = Stop().install()
 
 import atexit
 import gc
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,7 @@ from suite.cases.generate import generate, generator_ops
 from suite.core.case import Case
 from suite.core.errors import QconformError
 from suite.core.verdict import Outcome, Status, Verdict
+from suite.harness import items as grouped
 from suite.harness import resume as resume_mod
 from suite.harness.folder import DiskError, RunFolder, disk_error, new_run_id, write_whole
 from suite.harness.identity import identity
@@ -45,7 +47,7 @@ from suite.harness.goldens import GoldenStore
 from suite.harness.groups import GROUP_TEST, GroupRows, after_their_cases, has_group_rule
 from suite.harness.hunt import Hunter, HuntOptions, findings_on
 from suite.harness.junit import add_suite_properties, suite_properties
-from suite.harness.options import DEFAULT_REPORT_ROOT
+from suite.harness.options import DEFAULT_REPORT_ROOT, split_list
 from suite.harness.repro import TOLERANCE_COPY
 from suite.harness.run import Run
 from suite.harness.session import set_up
@@ -66,7 +68,7 @@ _OWN_OPTIONS = ("--target", "--case-file", "--model", "--ops", "--cases-per-op",
                 "--tolerance", "--scheme", "--certify", "--device", "--resume", "--waivers", "--hunt", "--shard")
 _PROPERTIES = tuple((k, f"qconform.{k}") for k in ("status", "bit_exact", "max_abs_lsb", "mismatches",
                                                   "elements", "p50_us", "repro"))
-_SELECTING = ("keyword", "markexpr", "deselect", "lf", "failedfirst", "stepwise", "stepwise_skip")
+_SELECTING = ("keyword", "markexpr", "deselect", "lf", "failedfirst", "stepwise", "stepwise_skip", "case_id")
 
 
 def pytest_addoption(parser):
@@ -146,6 +148,12 @@ def pytest_addoption(parser):
     g.addoption("--shard", default=None, metavar="K/N",
                 help="run the K-th of N shares of the (op, target) groups (the same split on every host, balanced "
                      "by cases); `qconform merge` makes one run of the N shards (see docs/devices.md)")
+    g.addoption("--item", default="case", choices=list(grouped.ITEM_MODES), dest="qc_item",
+                help="'case' (default): one pytest item per (case, target); 'group': one per (op, target), "
+                     "each case still judged, recorded and reported (terminal, JUnit, --lf) on its own "
+                     "(see docs/performance.md)")
+    g.addoption("--case-id", action="append", default=[], metavar="ID[,ID]",
+                help="only these cases (repeatable or comma list; with --item=group, as -k selects with --item=case)")
     g.addoption("--resume", default=None, metavar="RUN_DIR",
                 help="continue an interrupted run: skip the (case, target) pairs RUN_DIR/results.jsonl "
                      "records, append the rest, rebuild the summaries (see docs/reliability.md)")
@@ -244,7 +252,8 @@ def qc_verdict(request, qc_case) -> Verdict:
         (name, v.row[k]) for k, name in _PROPERTIES if v.row.get(k) is not None)
     if v.seconds is not None:
         request.node.stash[SECONDS] = v.seconds
-    session.group_rows.add(v.row)   # its (op, target)'s test_group judges the group from them
+    if (v.op, v.target) in session.judged_whole:   # its (op, target)'s test_group judges the group from them
+        session.group_rows.add(v.row)
     if v.outcome is Outcome.ERROR:
         raise QcTargetError(v.message)
     return v
@@ -267,6 +276,12 @@ class QconformSession:
         self.policy, self.tolerance_digest, self.reruns = s.policy, s.tolerance_digest, s.reruns
         self.resumed, self.device_text = s.resumed, s.device_text
         self.signer = s.signer   # --certify's key, read (or made) before anything runs
+        # ---- --item=group (suite/harness/items.py): one item per (op, target); --case-id
+        self.item_mode, self.case_ids = o.qc_item, set(split_list(o.case_id)) or None
+        self.failed_before = grouped.failed_pairs(config) if self.item_mode == "group" else set()
+        # cases with items of their own under --item=group: those --lf / --ff rerun
+        self.own = self.failed_before if getattr(o, "lf", False) or getattr(o, "failedfirst", False) else set()
+        self.judged_whole: set = set()   # (op, target)s with a test_group: their rows are kept for it
         policy, waivers, policy_text = s.policy, s.waivers, s.policy_text
         self.waivers = waivers
         # resolved before this run's folder exists: a `latest` given as the baseline must not become this run
@@ -389,6 +404,7 @@ class QconformSession:
         if not getattr(obj, "__qconform__", False) or not isinstance(obj, type):
             return None
         nodes = []
+        own = {(c.op, t) for c in self._cases() for t in self.targets if (c.id, t) in self.own} if self.own else set()
         for op in dict.fromkeys(c.op for c in self._cases()):
             for t in self.targets:
                 if self.shard_groups is not None and (op, t) not in self.shard_groups:
@@ -397,6 +413,11 @@ class QconformSession:
                 extra = {"test_hunt": _test_hunt} if self.config.option.hunt else {}
                 if self._has_group_rule(op, t):
                     extra[GROUP_TEST] = _test_group
+                    self.judged_whole.add((op, t))
+                if self.item_mode == "case":
+                    extra[grouped.GROUP_ITEM] = None
+                elif (op, t) not in own:
+                    extra["test_case"] = None   # (no case of it has an item of its own)
                 setattr(collector.obj, name, type(name, (obj,), {"op": op, "target": t, "__qconform__": False, **extra}))
                 nodes.append(pytest.Class.from_parent(collector, name=name))
         return nodes
@@ -435,7 +456,7 @@ class QconformSession:
         if "qc_case" not in metafunc.fixturenames:
             return
         op, target = metafunc.cls.op, metafunc.cls.target
-        cases = [c for c in self._cases() if c.op == op]
+        cases = [c for c in self._cases() if c.op == op and (self.item_mode == "case" or (c.id, target) in self.own)]
         metafunc.parametrize("qc_case", cases, ids=[f"{c.id}:{target}" for c in cases])
 
     @pytest.hookimpl(trylast=True)
@@ -443,26 +464,46 @@ class QconformSession:
         _ops_together(items)
         after_their_cases(items)
         items.sort(key=lambda item: item.name == "test_hunt")   # the hunts after every case (a stable sort)
-        if self.resumed is None:
-            return
-        done = resume_mod.recorded(self.folder.path, self.run_id, self.resumed.offset)
+        done = resume_mod.recorded(self.folder.path, self.run_id, self.resumed.offset) if self.resumed else {}
         need = self._rows_per_pair()
-        keep, drop = [], []
+        by_op: dict[str, list[Case]] = {}
+        if self.item_mode == "group":
+            for c in self._cases():
+                by_op.setdefault(c.op, []).append(c)
+        keep, drop, skipped = [], [], 0
         for item in items:
             pair = _pair(item)
-            (drop if pair and done.get((pair[0].id, pair[1]), 0) >= need else keep).append(item)
+            if item.name == grouped.GROUP_ITEM:   # its cases: the op's, less those selected out or recorded
+                t = item.cls.target
+                cases = [c for c in by_op.get(item.cls.op, []) if (c.id, t) not in self.own
+                         and (self.case_ids is None or c.id in self.case_ids)]
+                n = len(cases)
+                cases = [c for c in cases if done.get((c.id, t), 0) < need]
+                skipped += n - len(cases)
+                item.stash[grouped.CASES] = cases
+                (keep if cases else drop).append(item)
+            elif pair and self.case_ids is not None and pair[0].id not in self.case_ids:
+                drop.append(item)
+            elif pair and done.get((pair[0].id, pair[1]), 0) >= need:
+                drop.append(item)
+                skipped += 1
+            else:
+                keep.append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
-        self.resumed.skipped = len(drop)
+        if self.resumed is not None:
+            self.resumed.skipped = skipped
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session):
+        self._pytest_session = session   # (xdist's controller counts the cases its workers report)
         if self.stop is not None:   # a signal during the set-up stops the run here, as interrupted
             self.stop.raise_pending()
 
     def pytest_collection_finish(self, session):
-        pairs = [p for p in map(_pair, session.items) if p]
+        pairs = [p for item in session.items for p in _pairs(item)]
+        self._items_left = Counter(getattr(getattr(item, "cls", None), "op", None) for item in session.items)
         if self.controller and not self.distributed and self.run is not None:   # what a complete run writes: run.json says it from now
             self.planned = (len(pairs) + (self.resumed.skipped if self.resumed else 0)) * self._rows_per_pair()
             self._doc["planned"] = self.planned
@@ -482,7 +523,9 @@ class QconformSession:
         """pytest-xdist's controller (which collects nothing itself): the run's planned results,
         from what a worker collected (every worker collects every test)."""
         if self.resumed is None and self.distributed:   # (resumed: each worker deselects what it finds recorded)
-            planned = sum("::test_case[" in i for i in ids) * self._rows_per_pair()
+            planned = sum("::test_case[" in i and self._selected(i) for i in ids)
+            planned += sum(self._group_size(i) for i in ids if i.endswith("::" + grouped.GROUP_ITEM))
+            planned *= self._rows_per_pair()
             if planned != self.planned:
                 self.planned = self._doc["planned"] = planned
                 write_run_info(self.folder.path, self._doc)
@@ -491,9 +534,59 @@ class QconformSession:
         o = self.config.option
         return len(parse_device_list(o.device)) if o.device and o.device_dist == "each" else 1
 
+    def _selected(self, nodeid: str) -> bool:
+        return self.case_ids is None or nodeid.rsplit("[", 1)[-1].rsplit(":", 1)[0] in self.case_ids
+
+    def _group_size(self, nodeid: str) -> int:
+        """The cases a group item of ``nodeid`` runs (xdist's controller: as each worker selects them)."""
+        cls = grouped.class_of(nodeid) or ""
+        op, _, t = cls.rpartition(":")
+        if self.own or self.case_ids is not None:
+            return sum(1 for c in self._cases() if c.op == op and (c.id, t) not in self.own
+                       and (self.case_ids is None or c.id in self.case_ids))
+        if not hasattr(self, "_per_op"):
+            self._per_op = Counter(c.op for c in self._cases())
+        return self._per_op[op]
+
+    def run_cases(self, item) -> None:
+        """A group item (--item=group): its cases, each judged, recorded and reported on its own."""
+        t = item.cls.target
+        reports = grouped.CaseReports(item, t, runxfail=self.config.option.runxfail, on_worker=not self.controller,
+                                      failed=self.failed_before, properties=_PROPERTIES)
+        cases = item.stash.get(grouped.CASES, [])
+        item.stash[grouped.CASES] = []   # (nothing of a case stays once judged)
+        whole = (item.cls.op, t) in self.judged_whole
+        try:
+            grouped.run_group(item, self.run, t, cases, self.group_rows.add if whole else _drop, reports)
+        except DiskError as e:   # the run folder cannot be written: the run ends here, saying where
+            pytest.exit(f"qconform: {e}", returncode=pytest.ExitCode.INTERNAL_ERROR)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        res = yield
+        op = getattr(getattr(item, "cls", None), "op", None)
+        left = getattr(self, "_items_left", None)
+        if left is not None and op is not None and op in left:   # its op's last test: the op's witness data are done with
+            left[op] -= 1
+            if left[op] <= 0 and self.run is not None:
+                self.run.forget(op)
+        return res
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_report_from_serializable(self, config, data):
+        """A case's report from a pytest-xdist worker gets its own node id back (suite/harness/items.py)."""
+        rep = yield
+        nodeid = getattr(rep, grouped.NODEID_ATTR, None)
+        if isinstance(nodeid, str):
+            rep.nodeid = nodeid
+            grouped.count_case(rep, getattr(self, "_pytest_session", None))
+        return rep
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
         rep = yield
+        if call.when == "call" and item.name == grouped.GROUP_ITEM:   # (outside capture from here)
+            grouped.log_reports(item)
         if call.excinfo is not None and call.excinfo.errisinstance(QcTargetError):
             rep.longrepr = str(call.excinfo.value)   # the verdict's message, not a traceback
         if call.when == "setup" and SECONDS in item.stash:
@@ -731,6 +824,24 @@ def _ops_together(items: list) -> None:
     for it in items:
         rank.setdefault(getattr(it.cls, "op", None), len(rank))
     items.sort(key=lambda it: rank[getattr(it.cls, "op", None)])
+
+
+def _drop(row) -> None:
+    pass
+
+
+def run_cases(request) -> None:
+    """<OP>:<target>::test_cases (--item=group): the (op, target)'s cases, each judged, recorded and
+    reported on its own (suite/harness/items.py)."""
+    request.config.stash[SESSION].run_cases(request.node)
+
+
+def _pairs(item) -> list[tuple[Case, str]]:
+    """The (case, target) pairs a test asks for."""
+    if item.name == grouped.GROUP_ITEM:
+        return [(c, item.cls.target) for c in item.stash.get(grouped.CASES, [])]
+    p = _pair(item)
+    return [p] if p else []
 
 
 def _pair(item) -> tuple[Case, str] | None:

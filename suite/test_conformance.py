@@ -1,13 +1,15 @@
-"""The conformance tests users run: one test per (case, target).
+"""The conformance tests users run: one test per (case, target), or with ``--item=group`` one per
+(op, target) whose cases are each reported on its own.
 
 The plugin (suite/plugin.py) makes one class per (op, target) from :class:`Conformance` and
-parametrizes its test with the op's cases; ids are ``<case id>:<target>`` (select with ``-k``).
+parametrizes its test_case with the op's cases; ids are ``<case id>:<target>`` (select with ``-k``,
+or ``--case-id``). With ``--item=group`` the class has test_cases instead (suite/harness/items.py).
 """
 
 import pytest
 
 from suite.core.verdict import Outcome
-from suite.plugin import known_failure
+from suite.plugin import known_failure, run_cases
 
 
 class Conformance:
@@ -21,3 +23,6 @@ class Conformance:
             known_failure(request.config, v.xfail_reason, v.message)
         if v.outcome is Outcome.FAILED:
             pytest.fail(v.message, pytrace=False)
+
+    def test_cases(self, request):   # --item=group
+        run_cases(request)

@@ -20,7 +20,7 @@ from suite.harness.goldens import GoldenStore
 from targets.base import Outcome
 
 SCHEME = "tflite-ref-double"
-LABELS = ["cold", "default", "--ahead 0", "--golden-cache off", "no golden memo", "goldens cold",
+LABELS = ["cold", "default", "--item=group", "--ahead 0", "--golden-cache off", "no golden memo", "goldens cold",
           "goldens cold, no golden memo"]
 
 
@@ -122,7 +122,8 @@ def test_bench_command_prints_every_part(qconform_cli, tmp_path):
     assert suite["outcomes_identical"] and suite["mismatches"] == []
     runs = [run for r in rows for run in r["runs"]]
     assert len(runs) == len(LABELS) and all(len(r["runs"]) == 1 for r in rows)
-    assert len({run["outcome"] for run in runs}) == 1 and "passed" in runs[0]["outcome"]
+    # (--item=group: pytest counts its items, one per (op, target); run.json counts the same rows)
+    assert len({run["outcome"] for run in runs if "--item" not in run["command"]}) == 1 and "passed" in runs[0]["outcome"]
     assert len({json.dumps(run["counts"], sort_keys=True) for run in runs}) == 1 and runs[0]["counts"]
     assert all(run["exit_status"] in (0, 1) for run in runs)
     cmd = suite["default_command"]
@@ -137,6 +138,8 @@ def test_bench_command_prints_every_part(qconform_cli, tmp_path):
         assert r["median_s"] > 0 and r["min_s"] <= r["median_s"] <= r["max_s"]
         assert r["pct_vs_default"] is not None
         assert r["runs"][0]["cost"]["rows"] == runs[0]["cost"]["rows"] > 0
+    assert set(suite["own_s"]) == {"tflite-ref", "ort"} and all(x > 0 for x in suite["own_s"].values())
+    assert set(suite["wall_over_own"]) == set(LABELS) and "wall / own time" in p.stdout
     for k in ("load_before", "load_after"):
         assert len(doc[k]) == 3
 

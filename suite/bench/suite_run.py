@@ -11,6 +11,8 @@ variant one after the other (A B C D, A B C D, ...), so a load spike on a shared
 every variant alike, all on the caches the cold run filled (a nightly on the same machine):
 
 * ``default``: the default run;
+* ``--item=group``: one pytest item per (op, target) (suite/harness/items.py) instead of one per
+  case; its pytest counts differ (items), its run.json counts must not;
 * ``--ahead 0``: each batch reaches its target's worker only when its first test asks
   (suite/harness/isolation.py), instead of ``--ahead 4`` batches queued before;
 * ``--golden-cache off``: no golden store, every golden computed in the run;
@@ -37,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from reports.runinfo import read_run_info
+from suite.bench import throughput
 
 #: the project's checkout (pyproject.toml): the default run is ``pytest`` there
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,8 +58,10 @@ class Variant:
 
 DEFAULT = Variant("default")
 GOLDENS_COLD = Variant("goldens cold", golden_fresh=True)
+ITEM_GROUP = Variant("--item=group", ("--item", "group"))
 VARIANTS = (
     DEFAULT,
+    ITEM_GROUP,
     Variant("--ahead 0", ("--ahead", "0")),
     Variant("--golden-cache off", golden_cache=False),
     Variant("no golden memo", ("-p", NO_MEMO_PLUGIN)),
@@ -213,7 +218,7 @@ def mismatches(rows: list[VariantRow]) -> list[str]:
     out = []
     for r in runs[1:]:
         diff = []
-        if r.outcome != ref.outcome:
+        if r.outcome != ref.outcome and "--item" not in r.command:   # (--item=group: pytest counts items)
             diff.append(f"outcome {r.outcome!r}")
         if r.exit_status != ref.exit_status:
             diff.append(f"exit status {r.exit_status}")
@@ -233,3 +238,18 @@ def table(rows: list[VariantRow]) -> str:
         lines.append(f"{r.label:<30} {len(r.runs):>4} {r.median_s:>9.2f} {r.min_s:>7.2f} {r.max_s:>7.2f} "
                      f"{pct:>10}  {r.outcome}")
     return "\n".join(lines)
+
+
+def own_time(targets: list[str], cases_per_op: int | None, ops: list[str] | None, batch_size: int = 64,
+             log=None) -> dict[str, float]:
+    """Each target's own time for the run's cases, batched as the run batches them, in this process
+    without pytest, golden or isolation (suite/bench/throughput.py; a cached target's warm-cache
+    run): the floor the run's wall time is measured against."""
+    rows = throughput.run(targets, cases_per_op or 30, batch_size=batch_size, ops=ops, modes=("on",), log=log)
+    return {r.target: r.wall_s for r in rows if r.mode in ("on", "on, warm cache")}
+
+
+def ratios(rows: list[VariantRow], own: dict[str, float]) -> dict[str, float]:
+    """Each variant's median wall / the targets' own batched time (their sum: one process per target)."""
+    total = sum(own.values())
+    return {r.label: round(r.median_s / total, 2) for r in rows if total > 0 and r.median_s}

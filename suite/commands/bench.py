@@ -29,6 +29,7 @@ from suite.bench import golden, suite_run, throughput
 from suite.bench.cases import OPS
 from suite.core.errors import QconformError
 from suite.harness.options import MAX_CASES_PER_OP, MAX_REPEATS
+from targets import DEFAULT_TARGETS
 from targets.device_runner import isa_flags
 
 THROUGHPUT_TARGETS = ["tflite", "tflite-ref", "ort", "htp"]
@@ -139,9 +140,16 @@ def _suite(args, targets: list[str] | None, ops: list[str] | None, out: dict) ->
     if bad:
         print("\n" + "!" * 78 + "\n!!! WARNING: the runs' outcomes differ: the figures do not compare like with like\n"
               + "\n".join(f"!!!   {b}" for b in bad) + "\n" + "!" * 78, flush=True)
+    print(f"\n== the targets' own batched time for the same cases (in-process, no pytest/golden/isolation)",
+          flush=True)
+    own = suite_run.own_time(targets or list(DEFAULT_TARGETS), args.cases_per_op, ops, args.batch_size,
+                             log=lambda s: print(s, flush=True))
+    ratio = suite_run.ratios(rows, own)
+    print(f"  targets' own time: {sum(own.values()):.2f} s (" + ", ".join(f"{t} {s:.2f}" for t, s in own.items())
+          + ")\n" + "\n".join(f"  {label:<30} wall / own time {x:.2f}x" for label, x in ratio.items()), flush=True)
     out["suite"] = {"default_command": ["python"] + rows[0].runs[0].command,
                     "outcomes_identical": not bad, "mismatches": bad,
-                    "variants": [r.as_dict() for r in rows]}
+                    "variants": [r.as_dict() for r in rows], "own_s": own, "wall_over_own": ratio}
 
 
 def _load(avg) -> str:

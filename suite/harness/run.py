@@ -55,6 +55,7 @@ class Run:
         self.stats: Counter = Counter()
         # witnesses (reports/witness.py): case id -> target -> (bit-exact, out_digest) of its row
         self._seen: dict[str, dict[str, tuple]] = defaultdict(dict)
+        self._seen_of: dict[str, set[str]] = defaultdict(set)   # op -> its case ids in _seen (forget)
         self._witnessing = False
 
     def versions(self, target: str) -> dict[str, str]:
@@ -123,6 +124,7 @@ class Run:
         # ---- witnesses (issue #25): the case's outputs on the run's other targets
         if "out_digest" in v.row:
             self._seen[case.id][target] = (bool(v.row.get("bit_exact")), v.row["out_digest"])
+            self._seen_of[case.op].add(case.id)
         if v.status.is_bad and not v.golden_error:
             self._witness(case, target, v)
         # ---- end witnesses
@@ -173,6 +175,11 @@ class Run:
                               timeout=self.opts.timeout, seed=self.opts.seed, cases_per_op=self.opts.cases_per_op,
                               run_id=self.run_id, status=v.status.value, versions=versions, finding=v.finding,
                               rule=v.row.get("tolerance_rule"))
+
+    def forget(self, op: str) -> None:
+        """The witness data of ``op``'s cases: no test of the op is left to ask (the plugin knows)."""
+        for cid in self._seen_of.pop(op, ()):
+            self._seen.pop(cid, None)
 
     def close(self) -> None:
         """End the targets' workers, store the new goldens, close the results file (once)."""
