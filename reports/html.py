@@ -45,7 +45,8 @@ _FAILING_FIELDS = ("case_id", "target", "status", "max_abs_lsb", "mismatches", "
                    "first_output", "first_index", "got", "want", "worst_output", "worst_index", "worst_got",
                    "worst_want", "worst_err_lsb", "worst_cause", "finding", "waiver", "reason", "repro",
                    "failure_file",
-                   "witnesses_golden", "witnesses_target", "golden_unwitnessed")   # (reports/witness.py)
+                   "witnesses_golden", "witnesses_target", "golden_unwitnessed", "witnesses_other",
+                   "witnesses_none")   # (reports/witness.py)
 #: the matrix's cell states: (class, colour, legend)
 CELLS = (("new", "#ec7063", "new failures or errors, or failing as a whole (outlined)"),
          ("known", "#c39bd3", "known failures only (findings, waivers)"),

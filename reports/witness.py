@@ -23,9 +23,16 @@ def split(seen: dict[str, tuple[bool, str | None]], target: str, digest: str | N
     return golden, same
 
 
-def text(golden: list[str], same: list[str], unwitnessed: bool) -> str:
-    """The failure line's witnesses: ``golden's value: ort, tflm; this target's: tflite-ref``."""
+def text(golden: list[str], same: list[str], unwitnessed: bool, others: list[str] | None = None,
+         none_ran: str | None = None) -> str:
+    """The failure line's witnesses: ``golden's value: ort, tflm; this target's: tflite-ref``, then
+    the runtimes that gave other values or could not run it (``others``: ``name: why``), or why no
+    other runtime ran it at all (``none_ran``)."""
+    if none_ran:
+        return f"none: {none_ran}"
     out = f"golden's value: {', '.join(golden) or 'none'}; this target's: {', '.join(same) or 'none'}"
+    if others:
+        out += f"; others: {', '.join(others)}"
     return out + (" (no runtime of the run gives the golden's value: review the golden)" if unwitnessed else "")
 
 
@@ -34,7 +41,7 @@ def row_text(r: dict) -> str:
     if "witnesses_golden" not in r:
         return ""
     return text(list(r.get("witnesses_golden") or []), list(r.get("witnesses_target") or []),
-                bool(r.get("golden_unwitnessed")))
+                bool(r.get("golden_unwitnessed")), list(r.get("witnesses_other") or []), r.get("witnesses_none"))
 
 
 class Unwitnessed:

@@ -16,6 +16,7 @@ _EARLY: Stop | None = Stop().install()
 
 import atexit
 import gc
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -130,6 +131,9 @@ def pytest_addoption(parser):
                      "while pytest reports (default 4; 0: each batch when its first test asks)")
     g.addoption("--case-timeout", type=float, default=60.0, metavar="SECONDS",   # (--timeout: pytest-timeout's)
                 help="per-case time limit of an isolated target (default 60; scaled for batches)")
+    g.addoption("--witness-cases", type=int, default=int(os.environ.get("QCONFORM_WITNESS_CASES", 200)), metavar="N",
+                help="the first N failing cases also run on the local targets the run does not include, "
+                     "as witnesses of the golden (default 200, or $QCONFORM_WITNESS_CASES; 0: none)")
     g.addoption("--model", default=None, metavar="MODEL",
                 help="an int8 .tflite or quantized (QDQ or QOperator) .onnx model: its layers as cases on each target, the whole model on "
                      "each target that can run it, layers.csv and models.csv (see docs/models.md)")

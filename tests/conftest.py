@@ -39,6 +39,9 @@ def pytest_configure(config):
     # Nor its golden cache (~/.cache/qconform/golden): the suite runs the tests start compute
     # their goldens afresh (a test that wants the cache gives --golden-cache itself).
     os.environ.setdefault("QCONFORM_GOLDEN_CACHE", "off")
+    # Nor start a worker for every local runtime to witness their failures (a test that wants
+    # the witnesses from outside the run gives --witness-cases itself).
+    os.environ.setdefault("QCONFORM_WITNESS_CASES", "0")
     # Nor make or read the user's cache key (~/.cache/qconform/key).
     if "QCONFORM_KEY_FILE" not in os.environ:
         os.environ["QCONFORM_KEY_FILE"] = str(Path(tempfile.mkdtemp(prefix="qconform-test-key-")) / "key")

@@ -42,6 +42,7 @@ class RunOptions:
     timeout: float = 60.0         # seconds per case in a worker process
     ahead: int = 4                # batches a target's worker gets before their tests ask
     isolation: str = "process"
+    witness_cases: int = 200      # failing cases also run on the local targets outside the run (witnesses)
     golden_cache: str | None = None
     waivers: tuple[str, ...] = ()
     certify: bool = False
@@ -77,7 +78,7 @@ def checked(**kw) -> RunOptions:
         raise QconformError(f"unknown mode '{mode}' ({hint + ' ' if hint else ''}known: "
                             f"{', '.join(HtpTarget.PERFORMANCE_MODES)})", field="--htp-performance-mode",
                             rule="onnxruntime-qnn's htp_performance_mode values")
-    for name in ("warmup", "latency_cases", "ahead"):
+    for name in ("warmup", "latency_cases", "ahead", "witness_cases"):
         v = kw.get(name)
         if v is not None and v < 0:
             raise QconformError(f"must be >= 0 (got {v})", field="--" + name.replace("_", "-"))

@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 
 from reports import witness
 from suite.core.case import Case
+from suite.core.compare import compare
 from suite.core.text import clean
 from suite.core.tolerance import DEFAULT_FILE, load_policy
 from suite.core.verdict import Verdict
@@ -26,8 +27,10 @@ from targets.base import Timing
 from .folder import RunFolder
 from .isolation import executor_for
 from .judge import Goldens, Judge
+from .judge import _digest as out_digest   # the rows' out_digest, so an outside witness's agrees
 from .options import RunOptions
 from .repro import JUDGED, digest_of, judged_section, repro_command
+from .witnesses import Outside, not_run_text
 
 
 class Run:
@@ -57,6 +60,11 @@ class Run:
         self._seen: dict[str, dict[str, tuple]] = defaultdict(dict)
         self._seen_of: dict[str, set[str]] = defaultdict(set)   # op -> its case ids in _seen (forget)
         self._witnessing = False
+        # the local targets the run did not include, as witnesses of its bad verdicts (suite/harness/witnesses.py);
+        # not with --device (the run's targets are on a device, these on this host) nor --isolation none
+        local = not any(getattr(t, "device", None) for t in targets.values()) and opts.isolation == "process"
+        self.outside = Outside(targets, opts.timeout, limit=opts.witness_cases, names=None if local else [])
+        self._held: dict[tuple[str, str], Case] = {}   # bad verdicts whose outside witnesses are still out
 
     def versions(self, target: str) -> dict[str, str]:
         if target not in self._versions:
@@ -101,6 +109,8 @@ class Run:
         v = self._verdicts.pop(key)
         if isinstance(v, Exception):   # judging it failed: a harness bug, raised in its own test
             raise v
+        if key in self._held:
+            self._finish(self._held.pop(key), target, v)
         return v
 
     def _next_batch(self, target: str) -> None:
@@ -125,8 +135,9 @@ class Run:
         if "out_digest" in v.row:
             self._seen[case.id][target] = (bool(v.row.get("bit_exact")), v.row["out_digest"])
             self._seen_of[case.op].add(case.id)
-        if v.status.is_bad and not v.golden_error:
-            self._witness(case, target, v)
+        witnessed = v.status.is_bad and not v.golden_error
+        if witnessed:
+            self._pull_witnesses(case, target)
         # ---- end witnesses
         if failure is not None:   # the case with got, want and what judged it (suite/harness/repro.py)
             path = self.folder.failure_path(target, case.id)
@@ -134,6 +145,17 @@ class Run:
             self.folder.write_json(path, failure)
             v.row["failure_file"] = str(path)
             v.row["repro"] = repro_command(failure[JUDGED], path)
+        if witnessed and (self.outside.submitted(case.id) or self.outside.submit(case)):
+            self._held[(target, case.id)] = case   # its row and message when its test takes it (verdict())
+            return v
+        self._finish(case, target, v, witnessed)
+        return v
+
+    def _finish(self, case: Case, target: str, v: Verdict, witnessed: bool = True) -> None:
+        """The verdict's witness line and reproduction command; its row appended."""
+        if witnessed:
+            self._witness(case, target, v)
+        if v.row.get("repro"):
             v.message += f"\nreproduce: {v.row['repro']}"
         # a test asked again (pytest-rerunfailures, pytest-repeat) is judged again for pytest, but the
         # record keeps its first row: results.jsonl holds each pair once (reports/results.py), so a
@@ -144,27 +166,59 @@ class Run:
         else:
             v.message += "\n(asked again: its row is the first verdict's)"
         v.message = clean(v.message)   # (a kernel's text: no control or undecodable character in pytest's output)
-        return v
+
+    def _pull_witnesses(self, case: Case, target: str) -> None:
+        """The run's other targets' batches holding the case (already running ahead) are judged
+        now, their verdicts kept for their tests; not within such a pull (one level)."""
+        if self._witnessing:
+            return
+        self._witnessing = True
+        try:
+            for u in list(self.executors):
+                while (u != target and case.id in self._queued[u] and (u, case.id) not in self._verdicts
+                       and (u, case.op) not in self._groups):   # (a lazy group not yet queued: no pull)
+                    self._next_batch(u)
+        finally:
+            self._witnessing = False
 
     def _witness(self, case: Case, target: str, v: Verdict) -> None:
         """Add to a bad verdict which other targets give the golden's value and which this
-        target's. The other targets' batches holding the case (already running ahead) are judged
-        now, their verdicts kept for their tests; not within such a pull (one level)."""
-        if not self._witnessing:
-            self._witnessing = True
-            try:
-                for u in list(self.executors):
-                    while (u != target and case.id in self._queued[u] and (u, case.id) not in self._verdicts
-                           and (u, case.op) not in self._groups):   # (a lazy group not yet queued: no pull)
-                        self._next_batch(u)
-            finally:
-                self._witnessing = False
-        seen = self._seen.get(case.id, {})
+        target's: the run's other targets (pulled at judging), then the outside ones
+        (suite/harness/witnesses.py), or why none ran it."""
+        seen = dict(self._seen.get(case.id, {}))
+        others: list[str] = []
+        off: dict[str, float] = {}   # an outside witness's max |err| (LSB)
+        if self.outside.submitted(case.id):
+            for u, o in self.outside.answers(case.id).items():
+                if o.status != "ok":
+                    others.append(f"{u} ({not_run_text(o.status, o.reason)})")
+                    continue
+                try:
+                    cmp = compare(self.goldens.get(case, self.opts.scheme), o.outputs, case.outputs)
+                except Exception as e:   # (the golden raised: the verdict would say golden_error)
+                    others.append(f"{u} (not compared: {type(e).__name__})")
+                    continue
+                if cmp.garbage:
+                    others.append(f"{u} (garbage)")
+                else:
+                    seen[u] = (cmp.bit_exact, out_digest(o.outputs))
+                    off[u] = cmp.max_abs_lsb
         golden, same = witness.split(seen, target, v.row.get("out_digest"))
         ran = [u for u in seen if u not in witness.NOT_WITNESSES]
+        others = [f"{u} ({off[u]:g} LSB off)" if u in off else f"{u} (other values)"
+                  for u in ran if u != target and u not in golden and u not in same] + others
         v.row["witnesses_golden"], v.row["witnesses_target"] = golden, same
+        if others:
+            v.row["witnesses_other"] = others
         if not golden and len(ran) >= 2:
             v.row["golden_unwitnessed"] = True
+        if not [u for u in ran if u != target] and not others:
+            v.row["witnesses_none"] = (
+                "no other runtime ran it (none is available here: `qconform targets`)" if not self.outside.names
+                else "not asked (--witness-cases 0); `qconform witness FAILURE.json` asks every runtime"
+                if self.outside.limit == 0 else
+                f"not asked (only the run's first {self.outside.limit} failing cases are); "
+                "`qconform witness FAILURE.json` asks every runtime")
         v.message += f"\nwitnesses: {witness.row_text(v.row)}"
 
     def _judged_section(self, target: str, v: Verdict, versions: dict[str, str]) -> dict:
@@ -183,6 +237,12 @@ class Run:
 
     def close(self) -> None:
         """End the targets' workers, store the new goldens, close the results file (once)."""
+        for (target, cid), case in list(self._held.items()):   # verdicts no test took: their rows all the same
+            v = self._verdicts.get((target, cid))
+            if isinstance(v, Verdict):
+                self._finish(case, target, v)
+        self._held.clear()
+        self.outside.close()
         executors, self.executors = self.executors, {}
         for name, ex in executors.items():
             ex.close()

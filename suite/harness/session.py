@@ -80,7 +80,7 @@ def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | 
         case_files=o.case_file, tolerance_file=o.tolerance, scheme=o.scheme, warmup=o.warmup,
         repeats=o.repeats, batch_size=o.batch_size, timeout=o.case_timeout,
         latency_cases=o.latency_cases if o.latency_cases is not None else _default_latency_cases(devices, device),
-        ahead=o.ahead, isolation=o.isolation, golden_cache=_golden_folder(o.golden_cache), waivers=o.waivers,
+        ahead=o.ahead, isolation=o.isolation, witness_cases=getattr(o, "witness_cases", None), golden_cache=_golden_folder(o.golden_cache), waivers=o.waivers,
         certify=o.certify,
         target_options={**{t: {"cache_dir": o.cache_dir} for t in CACHED_TARGETS},
                         "htp": {"htp_performance_mode": o.htp_performance_mode, "cache_dir": o.cache_dir},
