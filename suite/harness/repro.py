@@ -91,17 +91,33 @@ def own_settings(judged: dict[str, Any], src: str | Path, *, target: str | None,
         refuse("device", jd, f"--device={jd}", "a device string runs programs on a host or device")
     if tolerance is None:
         tol = judged.get("tolerance") if isinstance(judged.get("tolerance"), dict) else {}
-        jf = tol.get("file")
-        beside = src.resolve().parents[2] / TOLERANCE_COPY if len(src.resolve().parents) > 2 else None
-        if isinstance(jf, str) and Path(jf).name == TOLERANCE_COPY and beside is not None and beside.is_file() \
-                and src.resolve().parent.parent.name == "failures":
-            tolerance = str(beside)   # the run folder's copy (its SHA-256 is checked against the file's)
-        elif isinstance(jf, str) and Path(jf).resolve() == DEFAULT_FILE.resolve():
-            tolerance = str(DEFAULT_FILE)
-        else:
-            refuse("tolerance.file", jf, f"--tolerance=FILE (sha256 {tol.get('sha256')})",
-                   "neither the built-in policy nor the tolerance.toml of the run folder it is in")
+        tolerance = policy_for(tol, src)
+        if tolerance is None:
+            refuse("tolerance.file", tol.get("file"), f"--tolerance=FILE (sha256 {tol.get('sha256')})",
+                   "its sha256 is neither the built-in policy's nor that of the tolerance.toml of the run "
+                   "folder the file is in")
     return target, device, tolerance
+
+
+def policy_for(tol: dict, src: str | Path) -> str | None:
+    """The tolerance policy a failure file ``src`` was judged under, by the SHA-256 it quotes
+    (``tol``: its judged.tolerance), wherever the file now lies: the built-in policy, or the run
+    folder's copy when the file is in a run folder (``<run>/failures/<target>/<case>.json``);
+    None when neither has that digest (the file's own path is never opened: a file is data)."""
+    sha = tol.get("sha256")
+    if not isinstance(sha, str):
+        return None
+    if sha == digest_of(DEFAULT_FILE):
+        return str(DEFAULT_FILE)
+    p = Path(src).resolve()
+    if len(p.parents) > 2 and p.parent.parent.name == "failures":
+        beside = p.parents[2] / TOLERANCE_COPY
+        try:
+            if beside.is_file() and digest_of(beside) == sha:
+                return str(beside)
+        except (OSError, QconformError):
+            return None
+    return None
 
 
 def differences(judged: dict[str, Any], *, scheme: str, tolerance_digest: str, device: str | None,

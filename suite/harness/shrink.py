@@ -14,7 +14,11 @@ window of the original output (same quantization, same values, same accumulators
   same), and the padding becomes VALID;
 * FULLY_CONNECTED: batch rows and output units;
 * AVERAGE_POOL_2D / MAX_POOL_2D: batch, channels, and spatial windows whose receptive
-  field lies inside the input (then VALID padding).
+  field lies inside the input (then VALID padding);
+* every other op (PAD, MEAN, GATHER, BATCH_MATMUL, TRANSPOSE_CONV, CONCATENATION, ...): its
+  inputs are halved along one axis at a time (alone, or together with the other inputs of the
+  same rank and length there), the golden giving the outputs' shapes; a cut the spec table or the
+  golden refuses is not tried (:func:`sliced_case`).
 
 :func:`shrink` first tries single failing elements (largest error first), then halves
 the window one dimension at a time while the case still fails, and keeps the smallest
@@ -25,6 +29,7 @@ the policy (or any mismatch with ``any_mismatch``), or a target error.
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -239,8 +244,7 @@ def window_case(case: Case, win: Window) -> Case | None:
         return _pool(case, win)
     if op in FC:
         return _fc(case, win)
-    raise QconformError(f"no shrinker for {op} yet (supported: {', '.join(SUPPORTED)})", field="op",
-                        rule="shrinkable operators")
+    return None   # (no window of its output: :func:`shrink` slices its inputs instead, :func:`sliced_case`)
 
 
 def _align(case: Case, dim: int) -> int:
@@ -382,7 +386,8 @@ def shrink(case: Case, judge: Callable[[Case], Judgement], max_runs: int = 200, 
             return True
         return False
 
-    window_case(case, best_win)   # raises for an unsupported op before any search
+    if case.op not in SUPPORTED:   # every other op: its inputs sliced, the golden giving the output shape
+        return _shrink_inputs(case, judge, first, max_runs, log)
     # 1. one failing element alone (a whole depth-multiplier group for depthwise channels)
     for pos in _bad_positions(case, first, singles):
         win = []
@@ -413,6 +418,110 @@ def shrink(case: Case, judge: Callable[[Case], Judgement], max_runs: int = 200, 
                 if not moved:
                     break
     return ShrinkResult(case, best_case, best_j, runs, tried, steps, best_win)
+
+
+# ----------------------------------------------------------------------------- any op: inputs sliced
+
+def sliced_case(case: Case, cuts: dict[int, tuple[int, int, int]]) -> Case | None:
+    """The case with input ``i`` cut to ``[a, b)`` along its axis ``d`` for each ``i: (d, a, b)``;
+    its outputs' shapes are the golden's on the cut inputs (the spec says them); None when the spec
+    table refuses the result or the golden cannot compute it (an index out of range, shapes that
+    no longer agree). Any op whose semantics keep along an axis (batch, channels, rows, the
+    reduced or gathered axis, a concatenated input) shrinks so, each sub-case judged again."""
+    from reference import golden   # (harness: the golden is below it)
+    ins = []
+    for i, t in enumerate(case.inputs):
+        if i in cuts:
+            d, a, b = cuts[i]
+            sl = [slice(None)] * len(t.shape)
+            sl[d] = slice(a, b)
+            t = _slice_tensor(t, sl)
+        ins.append(t)
+    c = _with_output(case, case.outputs[0].shape, ins)
+    try:
+        outs = golden(c)
+    except Exception as e:   # an op that checks its declared output shape says the one it computes
+        shape = getattr(e, "computed_shape", None) or _said_shape(e)
+        if shape is None or len(c.outputs) != 1:
+            return None
+        c.outputs[0].shape = tuple(shape)
+        try:
+            outs = golden(c)
+        except Exception:
+            return None
+    if len(outs) != len(c.outputs):
+        return None
+    c.outputs = [copy.copy(o) for o in c.outputs]
+    for o, g in zip(c.outputs, outs):
+        o.shape = tuple(int(x) for x in np.shape(g))
+    if any(o.size == 0 for o in c.outputs) or check_case(c):
+        return None
+    return c
+
+
+_SAID = re.compile(r"(?:must be|gives|computes output shape) \[([0-9, ]*)\]")
+
+
+def _said_shape(e: Exception) -> tuple[int, ...] | None:
+    """The output shape a golden's shape check says it computes (QconformError on outputs[0].shape)."""
+    if getattr(e, "field", None) != "outputs[0].shape":
+        return None
+    m = _SAID.search(str(e))
+    return tuple(int(x) for x in m.group(1).split(",") if x.strip()) if m else None
+
+
+def _moves(case: Case) -> list[dict[int, tuple[int, int, int]]]:
+    """Cuts to try, each halving: one input along one axis; every input of the same rank whose
+    axis has the same length there, together (batch, channels); two inputs along two axes of the
+    same length (a matmul's K, a filter's and a bias's channels)."""
+    out = []
+    data = [(i, t) for i, t in enumerate(case.inputs) if t.data is not None and len(t.shape)]
+    for i, t in data:
+        for d, n in enumerate(t.shape):
+            if n > 1:
+                together = {j: u for j, u in data if len(u.shape) == len(t.shape) and u.shape[d] == n}
+                pairs = [(j, e) for j, u in data if j != i for e, m in enumerate(u.shape) if m == n]
+                for half in ((0, n // 2), (n // 2, n)):
+                    if len(together) > 1:
+                        out.append({j: (d, *half) for j in together})
+                    out.append({i: (d, *half)})
+                    out += [{i: (d, *half), j: (e, *half)} for j, e in pairs]   # (K of a matmul: other axes)
+    seen, uniq = set(), []
+    for m in out:
+        k = tuple(sorted(m.items()))
+        if k not in seen:
+            seen.add(k)
+            uniq.append(m)
+    return uniq
+
+
+def _shrink_inputs(case: Case, judge, first: Judgement, max_runs: int, log) -> ShrinkResult:
+    """Greedy: the first cut that still fails and has fewer elements is kept, until none does."""
+    best, best_j, runs, tried, steps = case, first, 1, 0, []
+    tried_keys: set = set()
+    changed = True
+    while changed and runs < max_runs:
+        changed = False
+        for m in _moves(best):
+            if runs >= max_runs:
+                break
+            sub = sliced_case(best, m)
+            tried += 1
+            if sub is None or elements(sub) >= elements(best):
+                continue
+            key = sub.digest()
+            if key in tried_keys:
+                continue
+            tried_keys.add(key)
+            j = judge(sub)
+            runs += 1
+            if j.fails:
+                best, best_j, changed = sub, j, True
+                cut = ", ".join(f"input {i} axis {d} [{a}:{b}]" for i, (d, a, b) in sorted(m.items()))
+                steps.append(f"{cut}: {elements(sub)} elements, {j.reason or j.status}")
+                log(steps[-1])
+                break
+    return ShrinkResult(case, best, best_j, runs, tried, steps, [(0, d) for d in best.outputs[0].shape])
 
 
 def shrunk_document(res: ShrinkResult, target: str) -> dict:
