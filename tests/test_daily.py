@@ -38,3 +38,26 @@ def test_no_witness_says_why(run_suite):
     bad = [r for r in rows_written(rd) if r["status"] == "fail"]
     assert bad and all("--witness-cases 0" in r["witnesses_none"] for r in bad)
     assert "witnesses: none: not asked (--witness-cases 0)" in proc.stdout
+
+
+def test_repro_fails_while_it_fails_and_passes_once_fixed(run_suite, qconform_cli, tmp_path):
+    """`qconform repro FILE`: the failure line's command; exit 1 with got/want while the target
+    still fails, 0 once it is fixed; a copied failure file finds its policy by its sha256; a
+    more lenient setting is refused."""
+    target = "tests.helper_targets:WrongTarget"
+    proc, rd = run_suite(f"--target={target}", "--ops=ADD", "--cases-per-op=3")
+    r = next(r for r in rows_written(rd) if r["status"] == "fail")
+    assert r["repro"] == f"qconform repro {r['failure_file']} --target={target}"
+    p = qconform_cli("repro", r["failure_file"], f"--target={target}")
+    assert p.returncode == 1 and p.stdout.startswith("STILL FAILS") and "got " in p.stdout and "want " in p.stdout
+    copy = tmp_path / "elsewhere.json"   # copied out of its run folder: the built-in policy's sha256
+    copy.write_bytes(open(r["failure_file"], "rb").read())
+    p = qconform_cli("repro", str(copy), f"--target={target}")
+    assert p.returncode == 1, p.stdout + p.stderr
+    fixed = dict(json.loads(copy.read_text()))
+    fixed["id"] = "ADD-fixed-000"   # (an id the helper target does not damage: as if fixed)
+    (tmp_path / "fixed.json").write_text(json.dumps(fixed))
+    p = qconform_cli("repro", str(tmp_path / "fixed.json"), f"--target={target}")
+    assert p.returncode == 0 and p.stdout.startswith("FIXED") and "no runtime version changed" in p.stdout, p.stdout
+    p = qconform_cli("repro", str(copy), f"--target={target}", "--tolerance=examples/kernels/bit-exact.toml")
+    assert p.returncode == 2 and "another tolerance policy" in p.stderr

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from suite.harness.repro import differences, judged_section, repro_command
+from suite.harness.repro import differences, judged_section, pytest_command, repro_command
 from tests.conftest import ROOT, rows_written
 from tests.inprocess import run_inprocess
 
@@ -42,12 +42,19 @@ def test_the_printed_repro_fails_as_printed(pytester, failed_run):
     assert (folder / "tolerance.toml").read_bytes() == open(BIT_EXACT, "rb").read()
     assert j["versions"] == {"helper": "1.0"} and j["seed"] == 0 and j["timeout"] == 60
     argv = shlex.split(r["repro"])
+    assert argv[:3] == ["qconform", "repro", r["failure_file"]] and argv[3:] == [f"--target={TARGET}"]
+    # as printed (a subprocess, as a user runs it): judged under the file's bit-exact policy
+    out = subprocess.run([sys.executable, "-m", "suite", *argv[1:]], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 1 and out.stdout.startswith("STILL FAILS"), out.stdout + out.stderr
+    assert f"{r['case_id']} on flip-one-lsb" in out.stdout and "got " in out.stdout and "want " in out.stdout
+    assert "bit-exact" not in out.stderr and str(folder / "tolerance.toml") in out.stderr
+    # the pytest command does as much, in a report folder of its own
+    argv = shlex.split(pytest_command(j, r["failure_file"]))
     assert argv[0] == "pytest" and f"--tolerance={j['tolerance']['file']}" in argv
-    # as printed (a subprocess, as a user runs it; only its shared report folder is ours)
     out = subprocess.run([sys.executable, "-m", *argv[:-1], f"--report-dir={pytester.path / 'repro'}", "-q",
                           "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 1 and "1 failed" in out.stdout, out.stdout + out.stderr
-    assert f"{r['case_id']} on flip-one-lsb" in out.stdout   # (the class's name names its rows)
 
 
 def test_a_rerun_more_lenient_than_the_failing_run_is_refused(pytester, failed_run):
@@ -56,7 +63,7 @@ def test_a_rerun_more_lenient_than_the_failing_run_is_refused(pytester, failed_r
         proc, _ = run_inprocess(pytester, f"--target={TARGET}", f"--case-file={r['failure_file']}", *extra)
         assert proc.returncode == 4, proc.stdout + proc.stderr
         assert "a rerun must be as strict as the run that failed it" in proc.stderr
-        assert r["repro"].split(" --report-dir")[0] in proc.stderr   # it says how to reproduce it
+        assert r["repro"] in proc.stderr   # it says how to reproduce it
     # on another target it is a comparison, not a rerun: judged under that run's own settings
     proc, _ = run_inprocess(pytester, "--target=ref", f"--case-file={r['failure_file']}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -72,7 +79,7 @@ def test_shrink_needs_no_flag_and_refuses_other_settings(failed_run, tmp_path):
     assert "still fail" in p.stdout
     shrunk = json.loads(out.read_text())
     assert shrunk["judged"]["tolerance"] == json.loads(open(r["failure_file"]).read())["judged"]["tolerance"]
-    assert "--tolerance=" in p.stdout.split("reproduce:")[1]
+    assert "--tolerance=" in p.stdout.split("reproduce:")[1] and "qconform repro" in p.stdout
     p = subprocess.run(cli + ["--scheme", "tflite-ref-single"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 2 and "judged under tflite-ref-double" in p.stderr, p.stdout + p.stderr
     p = subprocess.run(cli + ["--tolerance", str(ROOT / "suite" / "core" / "tolerances.toml")], cwd=ROOT,
@@ -102,8 +109,11 @@ def test_the_repro_carries_device_and_time_limit_and_refuses_other_ones():
                        tolerance_file="/r/tolerance.toml", tolerance_digest="ab" * 32, timeout=5.0, seed=7,
                        cases_per_op=30, run_id="r", status="timeout", versions={"onnxruntime": "1.32.0"},
                        finding=None, rule=3)
-    argv = shlex.split(repro_command(j, "/r/failures/htp/X.json"))
+    argv = shlex.split(pytest_command(j, "/r/failures/htp/X.json"))
     assert "--device=ssh:me@board?python=/opt/py/bin/python3" in argv and "--case-timeout=5" in argv
+    assert shlex.split(repro_command(j, "/r/failures/htp/X.json")) == [
+        "qconform", "repro", "/r/failures/htp/X.json", "--device=ssh:me@board?python=/opt/py/bin/python3",
+        "--tolerance=/r/tolerance.toml"]   # (no policy here has the sha256 it quotes: named)
     same = dict(scheme="tflite-ref-double", tolerance_digest="ab" * 32, device=j["device"], timeout=5.0)
     assert differences(j, **same) == []
     assert differences(j, **{**same, "device": None}) and differences(j, **{**same, "timeout": 60.0})

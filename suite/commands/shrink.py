@@ -16,7 +16,7 @@ from suite.core.errors import QconformError
 from suite.core.spec import check_case
 from suite.core.tolerance import DEFAULT_FILE
 from suite.harness.folder import write_whole
-from suite.harness.repro import JUDGED, differences, digest_of, own_settings, read_judged, repro_command
+from suite.harness.repro import JUDGED, differences, digest_of, own_settings, read_judged, pytest_command, repro_command
 from suite.harness.shrink import make_judge, shrink, shrunk_document
 
 
@@ -95,7 +95,7 @@ def run(args) -> int:
     print(f"wrote {out}")
     judged_as = doc.get(JUDGED) or {"target": target, "device": device, "scheme": scheme, "timeout": timeout,
                                     "tolerance": {"file": tolerance or str(DEFAULT_FILE)}}
-    print(f"reproduce: {repro_command(judged_as, out)}")
+    print(f"reproduce: {(repro_command if own else pytest_command)(judged_as, out)}")
     return 0
 
 

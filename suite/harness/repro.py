@@ -26,7 +26,8 @@ from suite.core.userfile import read_bytes, read_text
 from targets import BUILTIN
 
 JUDGED = "judged"
-REPRO_REPORT_DIR = "/tmp/qconform-repro"
+#: the pytest repro's report folder: a private one made by the shell, never one that users and runs share
+REPRO_REPORT_DIR = '"$(mktemp -d)"'
 
 
 def digest_of(path: str | Path) -> str:
@@ -43,14 +44,29 @@ def judged_section(*, target: str, device: str | None, scheme: str, tolerance_fi
             "status": status, "finding": finding, "versions": dict(versions)}
 
 
-def repro_command(judged: dict[str, Any], failure_file: str | Path) -> str:
-    """The pytest command that judges ``failure_file`` as its run did."""
+def pytest_command(judged: dict[str, Any], failure_file: str | Path) -> str:
+    """The pytest command that judges ``failure_file`` as its run did (a run folder of its own)."""
     args = [f"--target={judged['target']}"]
     if judged.get("device"):
         args.append(f"--device={judged['device']}")
     args += [f"--scheme={judged['scheme']}", f"--tolerance={judged['tolerance']['file']}",
-             f"--case-timeout={judged['timeout']:g}", f"--case-file={failure_file}", f"--report-dir={REPRO_REPORT_DIR}"]
-    return "pytest " + " ".join(shlex.quote(a) for a in args)
+             f"--case-timeout={judged['timeout']:g}", f"--case-file={failure_file}"]
+    return "pytest " + " ".join(shlex.quote(a) for a in args) + f" --report-dir={REPRO_REPORT_DIR}"
+
+
+def repro_command(judged: dict[str, Any], failure_file: str | Path) -> str:
+    """``qconform repro FILE``: it judges the failure file under its own judged section (scheme,
+    tolerance by its sha256, time limit), as strict as the run; what a file may not select by
+    itself (a target that is not built in, a device) is given on the command line."""
+    args = [str(failure_file)]
+    if judged.get("target") not in BUILTIN:
+        args.append(f"--target={judged.get('target')}")
+    if judged.get("device"):
+        args.append(f"--device={judged['device']}")
+    tol = judged.get("tolerance") or {}
+    if policy_for(tol, failure_file) is None:   # (where the file lies, its sha256 finds no policy)
+        args.append(f"--tolerance={tol.get('file')}")
+    return "qconform repro " + " ".join(shlex.quote(a) for a in args)
 
 
 def read_judged(path: str | Path) -> dict[str, Any] | None:
@@ -110,7 +126,7 @@ def policy_for(tol: dict, src: str | Path) -> str | None:
     if sha == digest_of(DEFAULT_FILE):
         return str(DEFAULT_FILE)
     p = Path(src).resolve()
-    if len(p.parents) > 2 and p.parent.parent.name == "failures":
+    if len(p.parents) > 2 and p.parent.parent.name in ("failures", "hunt"):
         beside = p.parents[2] / TOLERANCE_COPY
         try:
             if beside.is_file() and digest_of(beside) == sha:

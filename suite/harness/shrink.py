@@ -264,6 +264,8 @@ class Judgement:
     got: list | None = None
     errors: list | None = None
     reason: str = ""
+    message: str = ""   # the run's failure message (got, want, the worst element)
+    finding: str | None = None
 
 
 @dataclass
@@ -320,15 +322,18 @@ def make_judge(target: str, tolerance_file: str | None = None, scheme: str | Non
         v, _ = runner(case, name, o, ex.versions())
         cmp = v.comparison
         if v.status is Status.UNSUPPORTED:
-            return Judgement(False, v.status.value, want, reason=v.reason)
+            return Judgement(False, v.status.value, want, reason=v.reason, message=v.message)
         if cmp is None or cmp.garbage:
-            return Judgement(v.status.is_bad, v.status.value, want, reason=v.reason)
+            return Judgement(v.status.is_bad, v.status.value, want, reason=v.reason, message=v.message,
+                             finding=v.finding)
         bad = cmp.mismatches > 0 if any_mismatch else v.status is Status.FAIL
         return Judgement(bad, v.status.value, want, o.outputs, cmp.errors,
-                         f"max |err| {cmp.max_abs_lsb:g} LSB, {cmp.mismatches}/{cmp.elements} elements off")
+                         f"max |err| {cmp.max_abs_lsb:g} LSB, {cmp.mismatches}/{cmp.elements} elements off",
+                         v.message, v.finding)
 
     def close() -> None:
         ex.close()
+    judge.versions = ex.versions  # type: ignore[attr-defined]
     judge.target = t  # type: ignore[attr-defined]
     judge.close = close  # type: ignore[attr-defined]
     return judge
@@ -417,6 +422,13 @@ def shrink(case: Case, judge: Callable[[Case], Judgement], max_runs: int = 200, 
                         break
                 if not moved:
                     break
+    if elements(best_case) * 4 > elements(case) and runs < max_runs:
+        # the output window left most of it (a conv's input channels all feed each output): its
+        # inputs are sliced too; the sub-case is then no window of the original output
+        more = _shrink_inputs(best_case, judge, best_j, max_runs - runs + 1, log)
+        if more.steps:
+            return ShrinkResult(case, more.case, more.judgement, runs + more.runs - 1, tried + more.tried,
+                                steps + more.steps, [])
     return ShrinkResult(case, best_case, best_j, runs, tried, steps, best_win)
 
 
@@ -539,6 +551,6 @@ def shrunk_document(res: ShrinkResult, target: str) -> dict:
     d["target"] = target
     d["shrunk_from"] = res.original.id
     d["shrink"] = {"elements_before": res.before, "elements_after": res.after, "runs": res.runs,
-                   "window": [list(w) for w in res.window],
+                   "window": [list(w) for w in res.window] or None,   # (None: its inputs were cut too)
                    "verdict": j.status, "reason": j.reason}
     return d
