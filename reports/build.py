@@ -48,7 +48,7 @@ from reports.since import headline as since_headline
 from reports.since import html_section as since_html
 from reports.since import markdown_section as since_markdown
 from reports.models import markdown_section as model_markdown
-from reports.summary import SUMMARY_CSV, SUMMARY_MD, Summary, markdown_file, to_csv
+from reports.summary import SUMMARY_CSV, SUMMARY_MD, Summary, fit, markdown_file, to_csv
 from suite.core.findings import brief, why
 from suite.core.errors import QconformError
 from suite.core.text import clean_tree
@@ -340,8 +340,19 @@ def incomplete(info: dict | None, rows: int | None) -> str | None:
     return None
 
 
-def terminal_lines(report: Report | None) -> list[tuple[str, dict]]:
-    """Lines (and terminal markup) to print after the summary table."""
+def terminal_lines(report: Report | None, width: int = 10_000) -> list[tuple[str, dict]]:
+    """Lines (and terminal markup) to print after the summary table: one per finding, each within
+    ``width`` (the terminal's; summary.md has them whole)."""
+    return [(fit(line, width), markup) for line, markup in _terminal_lines(report, width)]
+
+
+def _where(pairs: list[str], room: int) -> str:
+    """The (op, target)s of a finding, or the first and how many more when they take over ``room``."""
+    text = ", ".join(pairs)
+    return text if len(text) <= room or len(pairs) == 1 else f"{pairs[0]} and {len(pairs) - 1} more"
+
+
+def _terminal_lines(report: Report | None, width: int) -> list[tuple[str, dict]]:
     if report is None:
         return []
     lines: list[tuple[str, dict]] = []
@@ -365,7 +376,7 @@ def terminal_lines(report: Report | None) -> list[tuple[str, dict]]:
             lines.append((f"{g['kind'].upper()}: {g['op']} on {g['target']}: {g['text']}: the run fails",
                           {"red": True, "bold": True}))
     for fid, where in known.items():
-        lines.append((f"known finding {fid} (as a whole: bias or declared scheme): {', '.join(where)}: "
+        lines.append((f"known finding {fid} (as a whole: bias or declared scheme): {_where(where, width // 3)}: "
                       f"{brief(why(fid) or '?')}", {"yellow": True}))
     cases: dict[str, list[str]] = {}   # the findings of failing cases, each with its reason (#24)
     for r in report.summary or []:
@@ -374,8 +385,8 @@ def terminal_lines(report: Report | None) -> list[tuple[str, dict]]:
                 if fid not in known:
                     cases.setdefault(fid, []).append(f"{r['op']} on {r['target']}")
     for fid, where in cases.items():
-        lines.append((f"known finding {fid}: {', '.join(dict.fromkeys(where))}: {brief(why(fid) or '?')}",
-                      {"yellow": True}))
+        lines.append((f"known finding {fid}: {_where(list(dict.fromkeys(where)), width // 3)}: "
+                      f"{brief(why(fid) or '?')}", {"yellow": True}))
     lines += [(line, {"yellow": True}) for line in cross_lines(report.cross)]
     if report.since:
         lines.append((report.since, {"bold": True}))

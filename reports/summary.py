@@ -291,6 +291,21 @@ def certificate_failures(cert: dict | None) -> list[str]:
             for o in (cert or {}).get("ops") or [] if o.get("verdict") == "non-conformant"]
 
 
+def terminal_verdict(t: dict[str, int], *, runxfail: bool = False, known_groups: int = 0,
+                     exit_status: int = 0) -> tuple[str, bool]:
+    """The terminal's last qconform line and whether it is red: :func:`verdict_line`, agreeing
+    with pytest's outcome: under ``--runxfail`` the known failures (cases, and (op, target)s as a
+    whole) fail the run as pytest reports them; any other non-zero exit status is said too."""
+    line, bad = verdict_line(t), bool(t["new"] or t.get("groups_new"))
+    if runxfail and (t["known"] or known_groups):
+        parts = [_n(t["known"], "known failing case")] + ([_n(known_groups, "known (op, target)") + " as a whole"]
+                                                             if known_groups else [])
+        return f"FAIL under --runxfail: {' and '.join(parts)} fail here; {line}", True
+    if exit_status not in (0, 5) and not bad:
+        return f"{line}; pytest's exit status is {exit_status}", True
+    return line, bad
+
+
 def verdict(t: dict[str, int], run_info: dict | None, certificate: dict | None = None) -> tuple[str, str]:
     """The run in one word and a line: FAIL (a new failure, a non-conformant certified (op, target),
     or pytest's exit status was not 0),
@@ -338,6 +353,35 @@ def worst_text(row: dict) -> str:
     why += [f"cause: {row['worst_cause']}"] if row.get("worst_cause") else []
     return (f"out {row.get('worst_output')} {row['worst_index']}: got {row.get('worst_got')}, want "
             f"{row.get('worst_want')}" + (f" ({', '.join(why)})" if why else ""))
+
+
+def fit(text: str, width: int) -> str:
+    """``text`` within ``width`` characters, cut at a word's end with "..." (details: summary.md)."""
+    if len(text) <= width:
+        return text
+    cut = text[:max(width - 3, 1)]
+    at = max(cut.rfind(" "), cut.rfind(","))
+    return (cut[:at] if at > width // 2 else cut).rstrip(" ,;:") + "..."
+
+
+def compact_table(summary: list[dict], width: int) -> str:
+    """The terminal's table of the (op, target)s with failures: a header, then one line each,
+    each within ``width`` (its findings cut last): new and known failures (errors included)."""
+    device = any(r.get("device") for r in summary)
+    cols = ["op", "target", *(["device"] if device else []), "cases", "new", "known", "waived", "max_lsb", "findings"]
+    cells = [cols] + [[str(r["op"]), str(r["target"]), *([str(r.get("device") or "")] if device else []),
+                       str(r.get("cases") or 0), str(_new(r)),
+                       str(int(r.get("failed_known") or 0) + int(r.get("errors_known") or 0)),
+                       str(r.get("waived") or 0), fmt(r.get("max_abs_lsb")),
+                       ",".join(filter(None, str(r.get("findings") or "").split(",")))] for r in summary]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cols) - 1)]
+    out = []
+    for k, row in enumerate(cells):
+        head = "  ".join(v.rjust(w) if k and _numeric(v) else v.ljust(w) for v, w in zip(row, widths))
+        out.append(fit(f"{head}  {row[-1]}".rstrip(), width))
+        if k == 0:
+            out.append(fit("  ".join("-" * w for w in widths + [len("findings")]), width))
+    return "\n".join(out)
 
 
 def columns_of(summary: list[dict]) -> list[str]:

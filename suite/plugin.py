@@ -26,14 +26,7 @@ from reports import terminal_lines, write_reports
 from reports.diff import run_folder
 from reports.results import iter_rows
 from reports.runinfo import now, run_info, write_run_info
-from reports.summary import (
-    FAILING_COLUMNS,
-    columns_of,
-    to_text,
-    totals,
-    verdict_line,
-    with_failures,
-)
+from reports.summary import compact_table, terminal_verdict, to_text, totals, with_failures
 from suite.cases.generate import generate, generator_ops
 from suite.core.case import Case
 from suite.core.errors import QconformError
@@ -705,16 +698,17 @@ class QconformSession:
         if self.resumed is not None and rep.summary:
             tr.write_line(f"qconform: resumed {self.resumed.dir}: {self.resumed.skipped} result(s) were recorded "
                           f"already, the rest ran now")
-        # -v: every (op, target); default: those with failures, new first; -q: those with new ones
-        v = config.get_verbosity()
+        # -v: every (op, target), all columns; default: those with failures, new first, one line each
+        # within the terminal's width; -q: those with new ones (reports/summary.py compact_table)
+        v, width = config.get_verbosity(), config.get_terminal_writer().fullwidth
         rows = rep.summary if v > 0 else with_failures(rep.summary, known=v == 0)
         if rows:
             tr.write_sep("=", "qconform: " + ("per-op x target summary" if v > 0 else "(op, target)s with new "
                                               "failures" if v < 0 else "(op, target)s with failures, new first"))
-            tr.write_line(to_text(rows, None if v > 0 else [c for c in FAILING_COLUMNS if c in columns_of(rows)]))
+            tr.write_line(to_text(rows) if v > 0 else compact_table(rows, width))
             if v <= 0:
                 tr.write_line("every (op, target): summary.md in the run folder, or -v")
-        for line, markup in terminal_lines(rep):
+        for line, markup in terminal_lines(rep, width if v <= 0 else 10_000):
             tr.write_line(line, **markup)
         if self.signer is not None and rep.certificate:
             pub = attest.public_path(self.signer.path)
@@ -734,12 +728,13 @@ class QconformSession:
         short = (f" ({rep.missing} of {self.planned} planned results have no row)" if rep.missing else "")
         if rep.summary:   # the last qconform line: the verdict, new failures apart from known ones
             t = totals(rep.summary)
-            bad = bool(t["new"] or t["groups_new"] or models_bad)
             cert_bad = certificate_failures(rep.certificate)
-            bad = bad or bool(cert_bad)
+            line, bad = terminal_verdict(t, runxfail=config.option.runxfail,
+                                         exit_status=0 if models_bad or cert_bad else int(exitstatus),   # (said here)
+                                         known_groups=sum(1 for g in rep.groups if g["finding"]))
+            bad = bad or bool(models_bad) or bool(cert_bad)
             tr.write_line(f"qconform: " + (f"certificate NON-CONFORMANT: {'; '.join(cert_bad)}; " if cert_bad else "")
-                          + verdict_line(t) + (f"; {models_bad} (model, target) failing as a whole"
-                                               if models_bad else "")
+                          + line + (f"; {models_bad} (model, target) failing as a whole" if models_bad else "")
                           + (" (interrupted: the results so far)" if self.interrupted else "") + short,
                           red=bad or bool(short), green=not (bad or short), bold=True)
         elif self.interrupted or short:

@@ -61,3 +61,35 @@ def test_repro_fails_while_it_fails_and_passes_once_fixed(run_suite, qconform_cl
     assert p.returncode == 0 and p.stdout.startswith("FIXED") and "no runtime version changed" in p.stdout, p.stdout
     p = qconform_cli("repro", str(copy), f"--target={target}", "--tolerance=examples/kernels/bit-exact.toml")
     assert p.returncode == 2 and "another tolerance policy" in p.stderr
+
+
+def test_the_verdict_line_agrees_with_pytest_under_runxfail_and_fits_the_terminal(run_suite, tmp_path):
+    waivers = tmp_path / "w.toml"
+    waivers.write_text('format = "qconform-waivers/1"\ntarget = "*"\n[[waiver]]\ncase = "ADD-zp_min-000"\n'
+                       'reason = "known"\nversions = { helper = "1.*" }\nexpires = 2099-12-31\n')
+    args = ("--target=tests.helper_targets:WrongTarget", "--ops=ADD", "--cases-per-op=3", f"--waivers={waivers}")
+    proc, _ = run_suite(*args, env={"COLUMNS": "80"})
+    last = [ln for ln in proc.stdout.splitlines() if ln.startswith("qconform:")][-1]
+    assert proc.returncode == 1 and last.startswith("qconform: 1 new failure"), proc.stdout
+    proc, _ = run_suite(*args, "--runxfail", env={"COLUMNS": "80"})
+    last = [ln for ln in proc.stdout.splitlines() if ln.startswith("qconform:")][-1]
+    assert proc.returncode == 1 and "2 failed" in proc.stdout.splitlines()[-1]
+    assert last.startswith("qconform: FAIL under --runxfail: 1 known failing case fail"), last
+    ours = proc.stdout.split("qconform: (op, target)s with")[1].split("run folder:")[0].splitlines()[1:]
+    assert ours and all(len(ln) <= 80 for ln in ours), ours
+
+
+def test_terminal_lines_fit_the_width_and_cut_at_a_word():
+    from reports.build import Report, terminal_lines
+    from reports.summary import compact_table, fit, summarize
+    assert fit("aaa bbb ccc ddd", 10) == "aaa bbb..." and fit("short", 10) == "short"
+    rows = [{"op": "NOT_EQUAL", "target": t, "status": "fail", "case_id": f"NOT_EQUAL-x-00{i}",
+             "finding": "comparison-resolution", "reason": "known finding comparison-resolution: x",
+             "elements": 4, "mismatches": 1, "max_abs_lsb": 1.0, "sum_err_lsb": 1.0}
+            for i, t in enumerate(["tflite", "tflite-ref", "tflm", "openvino", "htp", "ort", "tosa"])]
+    summary = summarize(rows)
+    table = compact_table(summary, 60).splitlines()
+    assert len(table) == 2 + len(summary) and all(len(ln) <= 60 for ln in table)
+    lines = [ln for ln, _ in terminal_lines(Report(summary=summary), 80)]
+    known = [ln for ln in lines if ln.startswith("known finding comparison-resolution")]
+    assert len(known) == 1 and len(known[0]) <= 80 and "and 6 more" in known[0], known
