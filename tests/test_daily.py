@@ -93,3 +93,41 @@ def test_terminal_lines_fit_the_width_and_cut_at_a_word():
     lines = [ln for ln, _ in terminal_lines(Report(summary=summary), 80)]
     known = [ln for ln in lines if ln.startswith("known finding comparison-resolution")]
     assert len(known) == 1 and len(known[0]) <= 80 and "and 6 more" in known[0], known
+
+
+def test_the_cli_imports_only_the_command_given():
+    """`qconform --help` and each command's --help import no runtime nor the heavy libraries."""
+    import subprocess
+    import sys
+
+    from suite import cli
+    from tests.conftest import ROOT
+    import pkgutil
+    from suite import commands
+    assert sorted(cli.COMMANDS) == sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+    heavy = ("scipy", "hypothesis", "onnxruntime", "openvino", "ai_edge_litert", "pandas", "pyarrow", "onnx")
+    code = ("import sys\nfrom suite.cli import main\nfor argv in [['--help']] + [[c, '--help'] for c in sys.argv[1:]]:\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            f"print('HEAVY', sorted(m for m in {heavy!r} if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code, *sorted(cli.COMMANDS)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert p.stdout.strip().splitlines()[-1] == "HEAVY []", p.stdout[-2000:] + p.stderr[-2000:]
+    for name, text in cli.COMMANDS.items():   # the top-level help says what each module registers
+        parser = cli.build_parser(only=name)
+        sub = next(a for a in parser._actions if a.dest == "command")
+        assert next(c.help for c in sub._choices_actions if c.dest == name) == text
+
+
+def test_targets_are_probed_once_per_installed_versions(tmp_path, monkeypatch):
+    import targets
+    from suite.commands import targets as cmd
+    monkeypatch.setenv("QCONFORM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(targets, "known_names", lambda: ["ref", "netrun"])
+    first, cached = cmd.rows()
+    assert not cached and [r["target"] for r in first] == ["ref", "netrun"] and first[0]["available"]
+    again, cached = cmd.rows()
+    assert cached and again == first
+    monkeypatch.setenv("QCONFORM_TOSA_VENV", str(tmp_path / "elsewhere"))   # what it depends on changed: probed
+    assert not cmd.rows()[1]
+    (next(tmp_path.glob("targets-*.json"))).write_text("[1, 2")   # a torn cache file: probed anew
+    assert all(not cmd.rows(refresh=r)[1] for r in (True,))

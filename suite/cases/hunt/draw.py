@@ -13,11 +13,17 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from hypothesis import strategies as st
 
 from suite.core.case import Tensor
 from suite.core.dtypes import DTYPES
 from suite.core.spec import OpRule, TensorRule, rule, tables
+
+
+def _st():
+    """hypothesis's strategies, imported by a hunt only (every judged case's params import this
+    module: a run and the CLI's --help need not import hypothesis)."""
+    from hypothesis import strategies
+    return strategies
 
 # extents that sit on and around the tile sizes kernels vectorize by
 DIMS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
@@ -46,13 +52,13 @@ class HypothesisDraw(Draw):
         self.data = data
 
     def int(self, lo: int, hi: int) -> int:
-        return self.data.draw(st.integers(int(lo), int(hi)))
+        return self.data.draw(_st().integers(int(lo), int(hi)))
 
     def pick(self, seq):
-        return self.data.draw(st.sampled_from(list(seq)))
+        return self.data.draw(_st().sampled_from(list(seq)))
 
     def flag(self) -> bool:
-        return self.data.draw(st.booleans())
+        return self.data.draw(_st().booleans())
 
 
 class RandomDraw(Draw):
