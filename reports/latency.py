@@ -8,8 +8,6 @@ import math
 import statistics
 from typing import Any
 
-from scipy.stats import mannwhitneyu
-
 
 def latency_change(before: list[float], now: list[float], min_pct: float, min_us: float, p_max: float) -> dict:
     """Per-case p50 latencies of one (op, target), the same cases in both runs: a Mann-Whitney U test
@@ -23,6 +21,7 @@ def latency_change(before: list[float], now: list[float], min_pct: float, min_us
     if len(before) < 2 or len(now) < 2:
         return out
     moved = n50 - b50
+    from scipy.stats import mannwhitneyu   # (scipy.stats: a second of CPU to import, the diff's only)
     p = float(mannwhitneyu(now, before, alternative="greater" if moved >= 0 else "less").pvalue)
     out["latency_p"] = p if not math.isnan(p) else None
     if (out["latency_p"] is not None and p < p_max and b50 > 0 and abs(moved) > b50 * min_pct / 100.0

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from reports.diff import FIELDS, diff_runs, to_markdown, to_text, write_csv
+from reports.latency import latency_change
 from suite.core.errors import QconformError
 
 
@@ -52,7 +53,6 @@ def register(sub):
 
 
 def run(args) -> int:
-    from reports.latency import latency_change   # (scipy: imported by the diff only, not by its --help)
     for name, v in (("--latency-threshold", args.latency_threshold), ("--latency-min-us", args.latency_min_us)):
         if not 0 <= v < float("inf"):   # (NaN compares false: it would pass every latency)
             raise QconformError(f"must be a finite number >= 0 (got {v})", field=name)

@@ -17,11 +17,16 @@ from reference.schemes import DEFAULT_SCHEME, kernel_schemes
 from suite.cases.hunt import hunt_ops
 from suite.core.errors import QconformError
 from suite.harness.folder import write_whole
+from suite.harness.hunt import (
+    FINDINGS_ENV,
+    Hunter,
+    HuntOptions,
+    findings_on,
+    summary_doc,
+)
 from suite.harness.options import split_list
 from suite.harness.repro import JUDGED, repro_command
 from targets import get_target, target_name
-
-FINDINGS_ENV = "QCONFORM_FINDINGS"   # (suite.harness.hunt's: hypothesis, which it imports, only for a hunt)
 
 
 def register(sub):
@@ -56,7 +61,6 @@ def register(sub):
 
 
 def run(args) -> int:
-    from suite.harness.hunt import Hunter, HuntOptions, findings_on, summary_doc
     targets = split_list(args.target)
     ops = split_list(args.ops) or hunt_ops()
     bad = [o for o in ops if o not in hunt_ops()]

@@ -20,6 +20,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from reference.schemes import kernel_schemes
+from suite.core.case import load_case
+from suite.core.errors import QconformError
+from suite.harness.repro import differences, digest_of, own_settings, read_judged
+from suite.harness.shrink import make_judge
+
 
 def register(sub):
     p = sub.add_parser("repro", help="judge a failure file again, as strictly as its run did (exit 1: still fails)",
@@ -36,12 +42,6 @@ def register(sub):
 
 
 def run(args) -> int:
-    from reference.schemes import kernel_schemes
-    from suite.core.case import load_case
-    from suite.core.errors import QconformError
-    from suite.harness.repro import differences, digest_of, own_settings, read_judged
-    from suite.harness.shrink import make_judge
-
     t0 = time.perf_counter()
     src = Path(args.case)
     case = load_case(src)

@@ -15,7 +15,11 @@ import json
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from importlib.metadata import distributions
 from pathlib import Path
+
+import targets
+from targets.tosa import venv
 
 #: environment variables a target's availability or versions depend on
 _ENV = ("QCONFORM_TOSA_VENV", "QCONFORM_CACHE_DIR", "QCONFORM_NATIVE_DIR", "PATH", "LD_LIBRARY_PATH")
@@ -31,9 +35,8 @@ def register(sub):
 
 def probe(name: str) -> dict:
     """One target's row (in a probe process)."""
-    from targets import get_target
     try:
-        t = get_target(name)
+        t = targets.get_target(name)
         ok, why = t.availability()
         vers = {str(k): str(v) for k, v in dict(t.versions()).items()} if ok else {}
         desc = t.description
@@ -44,14 +47,12 @@ def probe(name: str) -> dict:
 
 def cache_key() -> str:
     """What the probes' answers depend on, hashed (see the module docstring)."""
-    from importlib.metadata import distributions
     h = hashlib.sha256(sys.version.encode())
     h.update(json.dumps(sorted({(d.metadata["Name"] or "", d.version) for d in distributions()})).encode())
     root = Path(__file__).resolve().parents[2]
     for f in sorted((root / "targets").rglob("*.py")):
         st = f.stat()
         h.update(f"{f.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}".encode())
-    from targets.tosa import venv
     for p in ("bin/python", "bin/tosa-opt"):
         try:
             st = (venv() / p).stat()
@@ -93,8 +94,7 @@ def _store(path: Path, rows: list[dict]) -> None:
 
 def rows(refresh: bool = False) -> tuple[list[dict], bool]:
     """Every target's row, and whether it came from the cache."""
-    from targets import known_names
-    names = known_names()
+    names = targets.known_names()
     path = _cache_file(cache_key())
     if not refresh:
         got = _cached(path, names)

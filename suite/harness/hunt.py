@@ -38,11 +38,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
-from hypothesis import seed as hypothesis_seed
-from hypothesis import strategies as st
-from hypothesis import target as hypothesis_target
-from hypothesis.errors import Unsatisfiable
 
 from reference.schemes import DEFAULT_SCHEME
 from reference.common import act_range
@@ -253,7 +248,8 @@ class Hunter:
         groups: dict[tuple, Group] = {}
         counts = res.counts
         # a random search has no hypothesis test to report scores to: nothing steers it
-        steer = hypothesis_target if opts.search != "random" else (lambda score, label: None)
+        import hypothesis   # (a hunt's only: the plugin and the CLI import this module without it)
+        steer = hypothesis.target if opts.search != "random" else (lambda score, label: None)
 
         def one(d, refuse: Callable[[], None]) -> None:
             """Draw, check, run and judge one case; tell hypothesis how far it got."""
@@ -328,6 +324,11 @@ class Hunter:
 
     @staticmethod
     def _round(one, rseed: int, n: int) -> None:
+        from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
+        from hypothesis import seed as hypothesis_seed
+        from hypothesis import strategies as st
+        from hypothesis.errors import Unsatisfiable
+
         @hypothesis_seed(rseed)
         @settings(max_examples=n, database=None, deadline=None, derandomize=False,
                   phases=[Phase.generate, Phase.target], suppress_health_check=list(HealthCheck),

@@ -35,6 +35,7 @@ from typing import Callable
 
 import numpy as np
 
+from reference import golden
 from reference.schemes import DEFAULT_SCHEME
 from suite.core.case import Case, Tensor
 from suite.core.errors import QconformError
@@ -440,7 +441,6 @@ def sliced_case(case: Case, cuts: dict[int, tuple[int, int, int]]) -> Case | Non
     table refuses the result or the golden cannot compute it (an index out of range, shapes that
     no longer agree). Any op whose semantics keep along an axis (batch, channels, rows, the
     reduced or gathered axis, a concatenated input) shrinks so, each sub-case judged again."""
-    from reference import golden   # (harness: the golden is below it)
     ins = []
     for i, t in enumerate(case.inputs):
         if i in cuts:
