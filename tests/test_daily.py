@@ -59,6 +59,8 @@ def test_repro_fails_while_it_fails_and_passes_once_fixed(run_suite, qconform_cl
     (tmp_path / "fixed.json").write_text(json.dumps(fixed))
     p = qconform_cli("repro", str(tmp_path / "fixed.json"), f"--target={target}")
     assert p.returncode == 0 and p.stdout.startswith("FIXED") and "no runtime version changed" in p.stdout, p.stdout
+    p = qconform_cli("repro", r["failure_file"], str(tmp_path / "fixed.json"), f"--target={target}")
+    assert p.returncode == 1 and p.stdout.splitlines()[-1] == "2 failure files: 1 still fail, 1 fixed", p.stdout
     p = qconform_cli("repro", str(copy), f"--target={target}", "--tolerance=examples/kernels/bit-exact.toml")
     assert p.returncode == 2 and "another tolerance policy" in p.stderr
 
