@@ -364,6 +364,21 @@ def fit(text: str, width: int) -> str:
     return (cut[:at] if at > width // 2 else cut).rstrip(" ,;:") + "..."
 
 
+def _ids(text: str, room: int) -> str:
+    """Comma-separated ids within ``room`` characters: the first ones whole, then "+N" for the rest
+    (an id longer than the room is cut with "...")."""
+    ids = [i for i in text.split(",") if i]
+    if len(text) <= room or not ids:
+        return text
+    for k in range(len(ids) - 1, 0, -1):
+        head = ",".join(ids[:k]) + f",+{len(ids) - k}"
+        if len(head) <= room:
+            return head
+    more = f",+{len(ids) - 1}" if len(ids) > 1 else ""
+    keep = max(room - len(more) - 3, 4)
+    return ids[0][:keep] + "..." + more
+
+
 def compact_table(summary: list[dict], width: int) -> str:
     """The terminal's table of the (op, target)s with failures: a header, then one line each,
     each within ``width`` (its findings cut last): new and known failures (errors included)."""
@@ -378,7 +393,7 @@ def compact_table(summary: list[dict], width: int) -> str:
     out = []
     for k, row in enumerate(cells):
         head = "  ".join(v.rjust(w) if k and _numeric(v) else v.ljust(w) for v, w in zip(row, widths))
-        out.append(fit(f"{head}  {row[-1]}".rstrip(), width))
+        out.append(fit(f"{head}  {_ids(row[-1], width - len(head) - 2)}".rstrip(), width))
         if k == 0:
             out.append(fit("  ".join("-" * w for w in widths + [len("findings")]), width))
     return "\n".join(out)

@@ -26,7 +26,7 @@ from reports import terminal_lines, write_reports
 from reports.diff import run_folder
 from reports.results import iter_rows
 from reports.runinfo import now, run_info, write_run_info
-from reports.summary import compact_table, terminal_verdict, to_text, totals, with_failures
+from reports.summary import compact_table, fit, terminal_verdict, to_text, totals, with_failures
 from suite.cases.generate import generate, generator_ops
 from suite.core.case import Case
 from suite.core.errors import QconformError
@@ -724,6 +724,9 @@ class QconformSession:
         if self.run is not None and self.run.goldens.store is not None:
             for p in self.run.goldens.store.problems:
                 tr.write_line(f"qconform: golden cache: {p}", yellow=True)
+        if config.option.keyword and not self.opts.ops and not self.opts.case_files:   # (-k matches substrings)
+            tr.write_line(fit("hint: --ops OP[,OP] generates only those ops' cases, faster than -k; -k CONV_2D "
+                              'also picks DEPTHWISE_CONV_2D (-k "CONV_2D and not DEPTHWISE")', width))
         tr.write_line(f"run folder: {self.folder.path}" + (" (interrupted)" if self.interrupted else ""))
         short = (f" ({rep.missing} of {self.planned} planned results have no row)" if rep.missing else "")
         if rep.summary:   # the last qconform line: the verdict, new failures apart from known ones
