@@ -89,7 +89,7 @@ def test_index_html_at_1400_px(pytester, tmp_path):
     assert got["wide"] == [], got["wide"][:20]                        # nothing overflows outside a scrolling box
     # the command: one line, selected whole by its copy button
     assert got["lines"] == 1, got
-    assert got["command"].startswith("pytest --target=") and "\n" not in got["command"]
+    assert got["command"].startswith("qconform repro ") and "\n" not in got["command"]
     assert got["selected"] == got["command"]
 
     png = tmp_path / "index.png"

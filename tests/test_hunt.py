@@ -250,7 +250,7 @@ def test_cli_writes_cases_and_a_summary_and_refuses_unknown_ops(tmp_path, qconfo
     summary = json.loads((tmp_path / "hunt.json").read_text())
     groups = summary["hunts"][0]["groups"]
     assert summary["format"] == "qconform-hunt/1" and groups and all(os.path.exists(g["file"]) for g in groups)
-    assert "reproduce: pytest --target=tests.test_hunt:CornerBug" in p.stdout
+    assert "reproduce: qconform repro " in p.stdout and "--target=tests.test_hunt:CornerBug" in p.stdout
 
 
 # ----------------------------------------------------------------------------- what the hunt found

@@ -6,11 +6,14 @@ from __future__ import annotations
 import csv
 import json
 import shlex
+import subprocess
+import sys
 
 import pytest
 
 from suite.core.case import save_case
 from suite.cases.generate import generate, make_case
+from suite.harness.repro import pytest_command
 from tests.conftest import ROOT
 from tests.conftest import rows_written as _rows
 from tests.inprocess import run_inprocess
@@ -112,13 +115,15 @@ def test_failure_message_and_reproduction(run, tmp_path):
     assert (f"worst at output {r['worst_output']} index {r['worst_index']}: got {r['worst_got']}, "
             f"want {r['worst_want']} ({r['worst_err_lsb']:+d} LSB, cause: {r['worst_cause']})") in proc.stdout
     assert f"reproduce: {r['repro']}" in proc.stdout
-    assert r["repro"].startswith("pytest --target=tests.spine_targets:OffByOne --scheme=tflite-ref-double "
-                                 "--tolerance=") and f"--case-file={r['failure_file']}" in r["repro"]
+    assert r["repro"] == f"qconform repro {r['failure_file']} --target=tests.spine_targets:OffByOne"
     saved = json.loads(open(r["failure_file"]).read())
     assert "got" in saved and "want" in saved and saved["got"] != saved["want"]
-    # the printed command reproduces the failure on its own: the same mismatch, the same row
-    # (only its report folder is ours: the printed one is shared by every reproduction)
-    repro = shlex.split(r["repro"])
+    # the printed command reproduces the failure on its own: the same mismatch
+    p = subprocess.run([sys.executable, "-m", "suite", *shlex.split(r["repro"])[1:]], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 1 and f"got {r['worst_got']}, want {r['worst_want']}" in p.stdout, p.stdout + p.stderr
+    # so does the pytest command (the same row; its report folder is ours)
+    repro = shlex.split(pytest_command(saved["judged"], r["failure_file"]))
     assert repro[0] == "pytest" and repro[-1].startswith("--report-dir=")
     again, rd2 = run(*repro[1:-1], report_dir=tmp_path / "repro")
     assert again.returncode == 1, again.stdout + again.stderr

@@ -366,7 +366,7 @@ def test_rows_carry_scheme_counts_and_causes(run_dir):
     assert bad, "WrongTarget must fail some cases"
     for r in bad:
         assert sum(r["causes"].values()) == r["mismatches"]
-        assert r["err_hist"] and Path(r["failure_file"]).exists() and r["repro"].startswith("pytest ")
+        assert r["err_hist"] and Path(r["failure_file"]).exists() and r["repro"].startswith("qconform repro ")
     summary = (run_dir / "summary.csv").read_text().splitlines()[0]
     assert "best_scheme" in summary and "best_scheme_exact_pct" in summary and "cause_unexplained" in summary
 

@@ -97,7 +97,7 @@ def test_buggy_c_kernel_fails_with_a_clear_mismatch_report(c_lib_buggy, run):
     assert len(failed) >= 20
     out = proc.stdout
     assert "elements off (max |err| 1 LSB, allowed |err| <= 0 LSB); worst at output 0 index [" in out
-    assert "got " in out and "want " in out and "reproduce: pytest --target=" in out
+    assert "got " in out and "want " in out and "reproduce: qconform repro " in out
     f = failed[0]
     assert f["max_abs_lsb"] == 1 and f["got"] != f["want"] and f["failure_file"]
     saved = json.loads(open(f["failure_file"]).read())          # a repro bundle: case, want, got

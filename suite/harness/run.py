@@ -189,7 +189,11 @@ class Run:
         others: list[str] = []
         off: dict[str, float] = {}   # an outside witness's max |err| (LSB)
         if self.outside.submitted(case.id):
-            for u, o in self.outside.answers(case.id).items():
+            t0 = time.perf_counter()
+            answers = self.outside.answers(case.id)
+            self.stats["witness_wait_s"] += time.perf_counter() - t0   # (run.json cost: what they cost the run)
+            self.stats["witness_cases"] += 1
+            for u, o in answers.items():
                 if o.status != "ok":
                     others.append(f"{u} ({not_run_text(o.status, o.reason)})")
                     continue
