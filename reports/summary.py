@@ -383,11 +383,13 @@ def compact_table(summary: list[dict], width: int) -> str:
     """The terminal's table of the (op, target)s with failures: a header, then one line each,
     each within ``width`` (its findings cut last): new and known failures (errors included)."""
     device = any(r.get("device") for r in summary)
-    cols = ["op", "target", *(["device"] if device else []), "cases", "new", "known", "waived", "max_lsb", "findings"]
+    waived = any(r.get("waived") for r in summary)   # (a column of zeros is left out: room for the findings)
+    cols = ["op", "target", *(["device"] if device else []), "cases", "new", "known", *(["waived"] if waived else []),
+            "max_lsb", "findings"]
     cells = [cols] + [[str(r["op"]), str(r["target"]), *([str(r.get("device") or "")] if device else []),
                        str(r.get("cases") or 0), str(_new(r)),
                        str(int(r.get("failed_known") or 0) + int(r.get("errors_known") or 0)),
-                       str(r.get("waived") or 0), fmt(r.get("max_abs_lsb")),
+                       *([str(r.get("waived") or 0)] if waived else []), fmt(r.get("max_abs_lsb")),
                        ",".join(filter(None, str(r.get("findings") or "").split(",")))] for r in summary]
     widths = [max(len(row[i]) for row in cells) for i in range(len(cols) - 1)]
     out = []

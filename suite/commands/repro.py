@@ -7,7 +7,9 @@ worker process (a crash or hang is a verdict), in a private temporary folder; th
 printed with got, want and the worst element. Exit status 1 while it still fails (or is no longer
 judged: unsupported), 0 when it passes now, with the runtime versions that changed since. A
 setting that would judge it more leniently is refused (exit 2). ``--target`` another target:
-the same case judged there under the same scheme and policy (a comparison).
+the same case judged there under the same scheme and policy (a comparison). The case runs alone:
+a failure that came from its batch-mates in the run (a kernel reading memory they left) can pass
+here, and the pass says so, with the pytest command that judges it among them.
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ def _doc(src, case, judged, target, j, now, scheme, tolerance, device, timeout, 
     own = target == judged.get("target")
     was = {str(k): str(v) for k, v in (judged.get("versions") or {}).items()} if own else {}
     changed = {k: [was.get(k), now.get(k)] for k in sorted(set(was) | set(now)) if was.get(k) != now.get(k)}
-    return {"file": str(src), "case": case.id, "target": target, "status": j.status, "was": judged.get("status"),
+    return {"file": str(src), "case": case.id, "op": case.op, "target": target, "status": j.status, "was": judged.get("status"),
             "own": own, "fixed": j.status == "pass", "message": j.message or j.reason, "finding": j.finding,
             "scheme": scheme, "tolerance": tolerance, "device": device, "timeout": timeout, "versions": now,
             "versions_changed": changed, "seconds": round(seconds, 2)}
@@ -122,6 +124,9 @@ def _print(d: dict, one: bool) -> None:
                                                        for k, (a, b) in d["versions_changed"].items()))
     elif d["fixed"] and d["own"]:
         print("  no runtime version changed since")
+    if d["fixed"]:   # (a kernel reading memory its batch-mates left, e.g. tflm's SPACE_TO_BATCH_ND padding)
+        print(f"  it ran alone in a fresh worker; its run may have batched it with other cases: "
+              f"pytest --target={d['target']} --ops {d['op']} judges it among them")
     if one:
         print(f"judged as its run: scheme {d['scheme']}, tolerance {d['tolerance']}, time limit {d['timeout']:g} s"
               + (f", device {d['device']}" if d["device"] else "") + f" ({d['seconds']:g} s)", file=sys.stderr)
