@@ -151,6 +151,13 @@ class OpHunt:
         return "\n".join([head] + [f"  - {g.line()}" for g in self.groups])
 
 
+def hypothesis_target(observation: float, label: str = "") -> None:
+    """hypothesis.target: hypothesis is imported by a hunt only (the plugin and the CLI import this
+    module; hypothesis costs half a second of CPU)."""
+    from hypothesis import target
+    target(observation, label=label)
+
+
 class _BudgetSpent(KeyboardInterrupt):
     """Ends a hypothesis run from inside its test (hypothesis lets KeyboardInterrupt through)."""
 
@@ -248,8 +255,7 @@ class Hunter:
         groups: dict[tuple, Group] = {}
         counts = res.counts
         # a random search has no hypothesis test to report scores to: nothing steers it
-        import hypothesis   # (a hunt's only: the plugin and the CLI import this module without it)
-        steer = hypothesis.target if opts.search != "random" else (lambda score, label: None)
+        steer = hypothesis_target if opts.search != "random" else (lambda score, label: None)
 
         def one(d, refuse: Callable[[], None]) -> None:
             """Draw, check, run and judge one case; tell hypothesis how far it got."""
