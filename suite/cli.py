@@ -25,11 +25,12 @@ COMMANDS = {
     "bench": "benchmarks: golden vs tflite-ref, cases/s per target (batching on/off), the default run's wall "
              "time and each mechanism's share of it",
     "cases": "write the generated cases of a seed as case files (and goldens)",
-    "certify": "verify a certificate against this checkout",
+    "certify": "verify a certificate (make one with `pytest --certify`)",
     "diff": "regressions of a run against a baseline run (exit 1 if any, 2 if not comparable)",
     "encodings": "show an SNPE/AIMET encodings file as case quantization parameters",
     "golden": "compute the golden output of case files",
     "harvest": "a model's quantized layers as case files",
+    "keygen": "make an Ed25519 key pair to sign certificates with (pytest --certify)",
     "history": "every run under a report directory: failing since, flaky cases, trend",
     "hunt": "search each op's parameter space for cases a target gets wrong",
     "merge": "one run folder of the shards of a run (pytest --shard=K/N)",
