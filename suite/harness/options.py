@@ -42,7 +42,8 @@ class RunOptions:
     timeout: float = 60.0         # seconds per case in a worker process
     ahead: int = 4                # batches a target's worker gets before their tests ask
     isolation: str = "process"
-    witness_cases: int = 200      # failing cases also run on the local targets outside the run (witnesses)
+    witness_cases: int = 0        # failing cases also run on the local targets outside the run (witnesses;
+                                  # pytest's --witness-cases: 200 by default)
     golden_cache: str | None = None
     waivers: tuple[str, ...] = ()
     certify: bool = False
