@@ -57,8 +57,20 @@ def test_repro_fails_while_it_fails_and_passes_once_fixed(run_suite, qconform_cl
     fixed = dict(json.loads(copy.read_text()))
     fixed["id"] = "ADD-fixed-000"   # (an id the helper target does not damage: as if fixed)
     (tmp_path / "fixed.json").write_text(json.dumps(fixed))
+    # a pass under the versions that failed it is no fix: the failure depended on the run's worker
     p = qconform_cli("repro", str(tmp_path / "fixed.json"), f"--target={target}")
-    assert p.returncode == 0 and p.stdout.startswith("FIXED") and "no runtime version changed" in p.stdout, p.stdout
+    assert p.returncode == 1 and p.stdout.startswith("PASSES ALONE, NOT KNOWN FIXED") \
+        and "the same runtime versions failed it" in p.stdout, p.stdout
+    # run alone by a release before this one: fixed since, and the repro names what changed
+    fixed["judged"] = {**fixed["judged"], "versions": {"helper": "0.9"}, "batch": ["ADD-fixed-000"]}
+    (tmp_path / "fixed.json").write_text(json.dumps(fixed))
+    p = qconform_cli("repro", str(tmp_path / "fixed.json"), f"--target={target}")
+    assert p.returncode == 0 and p.stdout.startswith("FIXED") and "helper 0.9 -> 1.0" in p.stdout, p.stdout
+    # judged in a batch whose other cases cannot be made again (not generated): not known fixed
+    fixed["judged"]["batch"] = ["ADD-fixed-000", "ADD-other-000"]
+    (tmp_path / "batched.json").write_text(json.dumps(fixed))
+    p = qconform_cli("repro", str(tmp_path / "batched.json"), f"--target={target}")
+    assert p.returncode == 1 and "not the generated case of its id" in p.stdout, p.stdout
     p = qconform_cli("repro", r["failure_file"], str(tmp_path / "fixed.json"), f"--target={target}")
     assert p.returncode == 1 and p.stdout.splitlines()[-1] == "2 failure files: 1 still fail, 1 fixed", p.stdout
     p = qconform_cli("repro", str(copy), f"--target={target}", "--tolerance=examples/kernels/bit-exact.toml")

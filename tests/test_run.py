@@ -85,8 +85,10 @@ def test_a_test_asked_again_gets_a_fresh_verdict(faulty_run):
     run.close()
     assert again[0] is not first[1] and again[0].status == first[1].status and again[0].status.value == "fail"
     assert again[1] is not first[2] and again[1].status == first[2].status and again[1].status.value == "pass"
+    # the record keeps each pair's first row (results.jsonl holds a pair once: a rerun never replaces a fail)
     ids = [r["case_id"] for r in _rows(run.folder.path)]
-    assert ids.count(cases[1].id) == ids.count(cases[2].id) == 2 and len(ids) == len(cases) + 2
+    assert ids.count(cases[1].id) == ids.count(cases[2].id) == 1 and len(ids) == len(cases)
+    assert "asked again: its row is the first verdict's" in again[0].message
 
 
 # ----------------------------------------------------------------------------- the plugin's runs

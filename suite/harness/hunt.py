@@ -428,7 +428,7 @@ class Hunter:
                                    tolerance_file=self.tolerance_file, tolerance_digest=self.tolerance_digest,
                                    timeout=self.opts.timeout, seed=self.opts.seed, cases_per_op=0, run_id="hunt",
                                    status=g.status, versions=self.ex.versions(), finding=g.finding if g.known else None,
-                                   rule=g.row.get("tolerance_rule"))
+                                   rule=g.row.get("tolerance_rule"), batch=[g.case.id])   # (each runs alone)
         return d
 
     def write(self, res: OpHunt, out_dir: Path) -> None:

@@ -37,11 +37,16 @@ def digest_of(path: str | Path) -> str:
 
 def judged_section(*, target: str, device: str | None, scheme: str, tolerance_file: str,
                    tolerance_digest: str, timeout: float, seed: int, cases_per_op: int, run_id: str,
-                   status: str, versions: dict[str, str], finding: str | None, rule: int | None) -> dict[str, Any]:
+                   status: str, versions: dict[str, str], finding: str | None, rule: int | None,
+                   batch: list[str] | None = None) -> dict[str, Any]:
+    """``batch``: the ids of the cases the target ran in one call with this one, in order, itself
+    among them (a kernel can read memory its batch-mates left: a failure that passes alone is not
+    yet fixed; qconform repro)."""
     return {"target": target, "device": device, "scheme": scheme,
             "tolerance": {"file": tolerance_file, "sha256": tolerance_digest, "rule": rule},
             "timeout": timeout, "seed": seed, "cases_per_op": cases_per_op, "run_id": run_id,
-            "status": status, "finding": finding, "versions": dict(versions)}
+            "status": status, "finding": finding, "versions": dict(versions),
+            **({"batch": list(batch)} if batch else {})}
 
 
 def pytest_command(judged: dict[str, Any], failure_file: str | Path) -> str:

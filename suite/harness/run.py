@@ -123,13 +123,13 @@ class Run:
             self._queued[target].discard(c.id)
             t1 = time.perf_counter()
             try:
-                v = self._verdicts[(target, c.id)] = self._judged(c, target, o, versions)
+                v = self._verdicts[(target, c.id)] = self._judged(c, target, o, versions, cases)
                 v.seconds = waited / len(cases) + (time.perf_counter() - t1)   # its share of the batch, its judging
             except Exception as e:
                 self._verdicts[(target, c.id)] = e
             self.stats["judge_s"] += time.perf_counter() - t1
 
-    def _judged(self, case: Case, target: str, o, versions) -> Verdict:
+    def _judged(self, case: Case, target: str, o, versions, batch: list[Case] = ()) -> Verdict:
         v, failure = self.judge(case, target, o, versions)
         # ---- witnesses (issue #25): the case's outputs on the run's other targets
         if "out_digest" in v.row:
@@ -141,7 +141,7 @@ class Run:
         # ---- end witnesses
         if failure is not None:   # the case with got, want and what judged it (suite/harness/repro.py)
             path = self.folder.failure_path(target, case.id)
-            failure[JUDGED] = self._judged_section(target, v, versions)
+            failure[JUDGED] = self._judged_section(target, v, versions, [c.id for c in batch])
             self.folder.write_json(path, failure)
             v.row["failure_file"] = str(path)
             v.row["repro"] = repro_command(failure[JUDGED], path)
@@ -225,14 +225,14 @@ class Run:
                 "`qconform witness FAILURE.json` asks every runtime")
         v.message += f"\nwitnesses: {witness.row_text(v.row)}"
 
-    def _judged_section(self, target: str, v: Verdict, versions: dict[str, str]) -> dict:
+    def _judged_section(self, target: str, v: Verdict, versions: dict[str, str], batch: list[str] = ()) -> dict:
         device = getattr(getattr(self.targets[target], "device", None), "text", None) or None
         selector = getattr(self.targets[target], "selector", target)   # as --target selects it (targets.get_target)
         return judged_section(target=selector, device=device, scheme=self.opts.scheme,
                               tolerance_file=self.tolerance[0], tolerance_digest=self.tolerance[1],
                               timeout=self.opts.timeout, seed=self.opts.seed, cases_per_op=self.opts.cases_per_op,
                               run_id=self.run_id, status=v.status.value, versions=versions, finding=v.finding,
-                              rule=v.row.get("tolerance_rule"))
+                              rule=v.row.get("tolerance_rule"), batch=batch)
 
     def forget(self, op: str) -> None:
         """The witness data of ``op``'s cases: no test of the op is left to ask (the plugin knows)."""

@@ -314,12 +314,14 @@ def make_judge(target: str, tolerance_file: str | None = None, scheme: str | Non
                    goldens=goldens, run_id="shrink", seed=0)
     timing = Timing(warmup=0, repeats=1)
 
-    def judge(case: Case) -> Judgement:
+    def judge(case: Case, batch: list[Case] | None = None) -> Judgement:
+        """``batch``: the cases to run together, ``case`` among them (as its run batched it)."""
         try:
             want = goldens.get(case, runner.scheme)
         except Exception as e:
             return Judgement(False, "invalid", reason=f"golden: {type(e).__name__}: {e}")
-        o = ex.run([case], timing)[0]
+        batch = batch or [case]
+        o = ex.run(batch, timing)[next(i for i, c in enumerate(batch) if c is case)]
         v, _ = runner(case, name, o, ex.versions())
         cmp = v.comparison
         if v.status is Status.UNSUPPORTED:
