@@ -45,7 +45,7 @@ from suite.harness.options import DEFAULT_REPORT_ROOT, split_list
 from suite.harness.repro import TOLERANCE_COPY
 from suite.harness.run import Run
 from suite.harness.session import set_up
-from suite.harness.shard import parse_shard, shard_info
+from suite.harness.shard import parse_shard, run_group, shard_info
 from suite.models.harvest import feed_sets, harvest_model
 from suite.models.onnx import parse_input_shapes
 from suite.models.verdicts import model_lines, write_model_reports
@@ -151,6 +151,9 @@ def pytest_addoption(parser):
                      "(see docs/performance.md)")
     g.addoption("--case-id", action="append", default=[], metavar="ID[,ID]",
                 help="only these cases (repeatable or comma list; with --item=group, as -k selects with --item=case)")
+    g.addoption("--run-group", default=None, metavar="ID",
+                help="the id of the run a shard is part of (default: $QCONFORM_RUN_GROUP, else the CI's run id: "
+                     "GITHUB_RUN_ID, CI_PIPELINE_ID, ...): `qconform merge` refuses shards of different groups")
     g.addoption("--resume", default=None, metavar="RUN_DIR",
                 help="continue an interrupted run: skip the (case, target) pairs RUN_DIR/results.jsonl "
                      "records, append the rest, rebuild the summaries (see docs/reliability.md)")
@@ -288,6 +291,7 @@ class QconformSession:
         self.shard, self.shard_groups, self.shard_doc = parse_shard(o.shard), None, None
         if self.shard is not None:
             self.shard_groups, self.shard_doc = shard_info(self.shard, self._group_sizes())
+        self.run_group = run_group(o.run_group or ((self.resumed.options.get("run_group") if self.resumed else None)))
         if self.controller:
             self.run_id = self.resumed.run_id if self.resumed else new_run_id()
             self.folder = (RunFolder.resume(self.resumed.dir) if self.resumed
@@ -348,7 +352,7 @@ class QconformSession:
                        "workers": getattr(self.config.option, "numprocesses", None), "filtered": self.filtered,
                        "tolerance_digest": self.tolerance_digest,
                        "tolerance_copy": str(self.folder.path / TOLERANCE_COPY),
-                       "model": self.config.option.model, "shard": self.shard_doc,
+                       "model": self.config.option.model, "shard": self.shard_doc, "run_group": self.run_group,
                        "baseline": str(self.baseline) if self.baseline else None}   # (#22: the run compared with)
             self._doc = run_info(run_id=self.run_id, options=options, targets=targets, unavailable=self.unavailable,
                                  started=self.started, command=[str(a) for a in self.config.invocation_params.args],

@@ -64,3 +64,30 @@ def shard_info(shard: Shard, groups: dict[tuple[str, str], int]) -> tuple[set, d
                        "groups": [list(k) for k in mine], "cases": sum(groups[k] for k in mine),
                        "groups_total": len(groups), "cases_total": sum(groups.values()),
                        "set_sha256": set_digest(groups)}
+
+
+#: environment variables naming a CI run, in the order looked at: the shards of one CI run share it
+RUN_GROUP_ENV = (("QCONFORM_RUN_GROUP", ""), ("GITHUB_RUN_ID", "github-"), ("CI_PIPELINE_ID", "gitlab-"),
+                 ("BUILDKITE_BUILD_ID", "buildkite-"), ("CIRCLE_WORKFLOW_ID", "circleci-"),
+                 ("BUILD_TAG", "jenkins-"))
+_GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}")
+
+
+def run_group(given: str | None, environ=None) -> str | None:
+    """The run group of a shard: ``given`` (--run-group), else the CI's own run id from the
+    environment (:data:`RUN_GROUP_ENV`; GitHub Actions' is the workflow run's, the same in every job
+    of it and in its re-run attempts; a Kubernetes Job passes its uid as QCONFORM_RUN_GROUP, see
+    examples/ci/), else None."""
+    import os
+    env = os.environ if environ is None else environ
+    for name, prefix in ((None, ""), *RUN_GROUP_ENV):
+        value = given if name is None else env.get(name)
+        if value:
+            text = prefix + str(value).strip()
+            if name == "GITHUB_RUN_ID" and env.get("GITHUB_REPOSITORY"):
+                text = f"github-{env['GITHUB_REPOSITORY']}-{value}"
+            if not _GROUP.fullmatch(text):
+                raise QconformError(f"{text[:80]!r} is not a run group id", field=name or "--run-group",
+                                    rule="letters, digits and ._:/@+- (at most 200)")
+            return text
+    return None
