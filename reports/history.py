@@ -10,8 +10,17 @@ another case set are a series of their own, never mixed. Within a series, oldest
 * per (case, target, device), its state run by run: ``pass``, ``fail`` (failing, no known finding
   explains it: fail, error, crash, timeout, infra), ``known`` (failing under a known finding),
   ``waived``, ``unsupported``, ``-`` (not in that run);
-* **failing since**: the first run of its current failing streak (``fail`` up to the newest run);
-* **flaky**: at least two flips between passing and failing within the last ``last`` runs;
+* per **group verdict** (an (op, target) judged whole: bias, declared scheme, certification;
+  reports/groups.py reads them from the run's summary.csv and certificate.json), its state run by
+  run: ``fail``, ``known``, ``pass`` (the run judged its groups and this one was not bad), ``-``;
+* per run its **build**: the suite's commit (and whether dirty), its version and every target's
+  runtime versions (run.json), and its exit status; a run whose build differs from the run
+  before it is marked as a build change, with what changed;
+* **failing since**: the first run of its current failing streak (``fail`` up to the newest run),
+  for cases and group verdicts alike, with the build change it began at, if it began at one;
+* **flaky**: at least two flips between passing and failing within the last ``last`` runs,
+  counting only flips between two runs of the same build (a verdict that changes with the build is
+  the build's, not flaky: shown as such);
 * per run: new failures (failing there, not in the run before) and the pass rate (passed of the
   results that ran: not unsupported), drawn as a small SVG (reports/plots.py trend_svg).
 """
@@ -23,11 +32,13 @@ import csv
 import hashlib
 import html as _html
 import io
+import json
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reports.groups import CERTIFIED, label, read_group_verdicts
 from reports.plots import trend_svg
 from reports.parquet import PARQUET
 from reports.results import MAX_ROWS, RESULTS, iter_rows, open_results
@@ -54,6 +65,23 @@ class RunPoint:
     order: tuple                              # (started, run.json's mtime): runs started in one second apart
     states: dict[tuple, str]                  # (case id, target, device) -> state
     info: dict
+    groups: dict[tuple, str] | None = None    # (op, target, device, kind) -> fail / known; None: not judged
+    group_text: dict[tuple, str] = field(default_factory=dict)   # its label ("bias on ADD/x (+0.3 LSB)")
+
+    @property
+    def build(self) -> str:
+        """The build the run tested: the suite's commit (dirty or not), its version and each target's
+        runtime versions, as one comparable text."""
+        return build_key(self.info)
+
+    @property
+    def exit_status(self):
+        return self.info.get("exit_status")
+
+    def group_state(self, key: tuple) -> str:
+        if self.groups is None:
+            return "-"
+        return self.groups.get(key, "pass")
 
     @property
     def pass_pct(self) -> float | None:
@@ -85,15 +113,40 @@ class Series:
     def row(self, key: tuple) -> list[str]:
         return [r.states.get(key, "-") for r in self.runs]
 
-    def new_failures(self) -> list[int]:
-        out, before = [], {}
+    def group_keys(self) -> list[tuple]:
+        seen: dict[tuple, None] = {}
         for r in self.runs:
-            out.append(sum(1 for k, s in r.states.items() if s == "fail" and before.get(k) != "fail"))
-            before = r.states
+            seen.update(dict.fromkeys(r.groups or ()))
+        return list(seen)
+
+    def group_row(self, key: tuple) -> list[str]:
+        return [r.group_state(key) for r in self.runs]
+
+    def new_failures(self) -> list[int]:
+        """Per run: its cases and group verdicts failing there, not in the run before."""
+        out, before, gbefore = [], {}, {}
+        for r in self.runs:
+            g = r.groups or {}
+            out.append(sum(1 for k, s in r.states.items() if s == "fail" and before.get(k) != "fail")
+                       + sum(1 for k, s in g.items() if s == "fail" and gbefore.get(k) != "fail"))
+            before, gbefore = r.states, g
         return out
 
+    def build_changes(self) -> list[str | None]:
+        """Per run: what changed in the build since the run before (None: the same build, or the first run)."""
+        out: list[str | None] = [None]
+        for a, b in zip(self.runs, self.runs[1:]):
+            out.append(None if a.build == b.build else build_change(a.info, b.info))
+        return out
+
+    def _since(self, i: int) -> dict[str, Any]:
+        change = self.build_changes()[i] if i > 0 else None
+        return {"since": self.runs[i].run_id, "runs": len(self.runs) - i, "build_change": change,
+                "commit": build_of(self.runs[i].info)["commit"]}
+
     def failing_since(self) -> list[dict[str, Any]]:
-        """The cases failing in the newest run, each with the first run of its streak."""
+        """The cases failing in the newest run, each with the first run of its streak (and the build
+        change it began at, if any)."""
         out = []
         newest = self.runs[-1]
         for key, s in newest.states.items():
@@ -102,22 +155,108 @@ class Series:
             i = len(self.runs) - 1
             while i > 0 and self.runs[i - 1].states.get(key) == "fail":
                 i -= 1
-            out.append({"case": key[0], "target": key[1], "device": key[2], "since": self.runs[i].run_id,
-                        "runs": len(self.runs) - i, "states": self.row(key)})
+            out.append({"case": key[0], "target": key[1], "device": key[2], **self._since(i),
+                        "states": self.row(key)})
         return sorted(out, key=lambda x: (-x["runs"], str(x["case"]), str(x["target"])))
 
+    def groups_failing_since(self) -> list[dict[str, Any]]:
+        """The group verdicts (bias, declared scheme, certification) failing in the newest run, each
+        with the first run of its streak."""
+        out = []
+        newest = self.runs[-1]
+        for key, s in (newest.groups or {}).items():
+            if s != "fail":
+                continue
+            i = len(self.runs) - 1
+            while i > 0 and self.runs[i - 1].group_state(key) == "fail":
+                i -= 1
+            out.append({"op": key[0], "target": key[1], "device": key[2], "kind": key[3],
+                        "label": newest.group_text.get(key) or f"{key[3]} on {key[0]}/{key[1]}", **self._since(i),
+                        "states": self.group_row(key)})
+        return sorted(out, key=lambda x: (-x["runs"], str(x["op"]), str(x["target"]), str(x["kind"])))
+
+    def _flips(self, window: list[RunPoint], states: list[str]) -> tuple[int, int]:
+        """(flips between two runs of one build, changes at a build change) of a state sequence."""
+        seq = [(r.build, g == "pass") for r, g in zip(window, states) if g in ("pass", "fail", "known")]
+        flips = sum(1 for (ba, a), (bb, b) in zip(seq, seq[1:]) if a != b and ba == bb)
+        changes = sum(1 for (ba, a), (bb, b) in zip(seq, seq[1:]) if a != b and ba != bb)
+        return flips, changes
+
     def flaky(self, last: int = LAST) -> list[dict[str, Any]]:
-        """Cases whose state flipped between passing and failing at least twice in the last ``last`` runs."""
+        """Cases and group verdicts whose state flipped between passing and failing at least twice in
+        the last ``last`` runs between runs of the same build (commit and runtime versions)."""
         out = []
         window = self.runs[-last:]
         for key in self.keys():
-            seq = [g for g in (r.states.get(key) for r in window) if g in ("pass", "fail", "known")]
-            good = [g == "pass" for g in seq]
-            flips = sum(1 for a, b in zip(good, good[1:]) if a != b)
+            states = [r.states.get(key, "-") for r in window]
+            flips, changes = self._flips(window, states)
             if flips >= 2:
                 out.append({"case": key[0], "target": key[1], "device": key[2], "flips": flips,
-                            "states": [r.states.get(key, "-") for r in window]})
+                            "build_changes": changes, "states": states})
+        for key in self.group_keys():
+            states = [r.group_state(key) for r in window]
+            flips, changes = self._flips(window, states)
+            if flips >= 2:
+                out.append({"case": f"{key[3]} on {key[0]}", "target": key[1], "device": key[2], "flips": flips,
+                            "build_changes": changes, "states": states})
         return sorted(out, key=lambda x: (-x["flips"], str(x["case"]), str(x["target"])))
+
+
+def build_of(info: dict) -> dict[str, Any]:
+    """The build a run tested, from its run.json: commit, dirty, suite version, targets' versions."""
+    git = info.get("git") if isinstance(info.get("git"), dict) else {}
+    targets = info.get("targets") if isinstance(info.get("targets"), dict) else {}
+    return {"commit": git.get("commit"), "dirty": git.get("dirty"), "suite": info.get("suite_version"),
+            "versions": {str(t): (v or {}).get("versions") if isinstance(v, dict) else None
+                         for t, v in sorted(targets.items())}}
+
+
+def build_key(info: dict) -> str:
+    return json.dumps(build_of(info), sort_keys=True, default=str)
+
+
+def build_text(info: dict) -> str:
+    """"3da495de3871 (dirty) ort onnxruntime=1.2 ..." for a run's line."""
+    b = build_of(info)
+    commit = str(b["commit"] or "no-commit")[:12] + (" (dirty)" if b["dirty"] else "")
+    vers = []
+    for t, v in b["versions"].items():
+        if isinstance(v, dict):
+            vers.append(f"{t} " + ",".join(f"{k}={x}" for k, x in sorted(v.items())))
+    return commit + (" " + "; ".join(vers) if vers else "")
+
+
+def build_change(before: dict, after: dict) -> str:
+    """What changed between two runs' builds: "commit 3da495de -> 5e1f...; ort onnxruntime 1.0 -> 1.1"."""
+    a, b = build_of(before), build_of(after)
+    out = []
+    if a["commit"] != b["commit"] or a["dirty"] != b["dirty"]:
+        out.append(f"commit {str(a['commit'])[:12]}{'+dirty' if a['dirty'] else ''} -> "
+                   f"{str(b['commit'])[:12]}{'+dirty' if b['dirty'] else ''}")
+    if a["suite"] != b["suite"]:
+        out.append(f"suite {a['suite']} -> {b['suite']}")
+    for t in sorted(set(a["versions"]) | set(b["versions"])):
+        va, vb = a["versions"].get(t) or {}, b["versions"].get(t) or {}
+        if va == vb:
+            continue
+        if not isinstance(va, dict) or not isinstance(vb, dict):
+            out.append(f"{t} {va} -> {vb}")
+            continue
+        for k in sorted(set(va) | set(vb)):
+            if va.get(k) != vb.get(k):
+                out.append(f"{t} {k} {va.get(k, '-')} -> {vb.get(k, '-')}")
+    return "; ".join(out) or "build changed"
+
+
+def _group_states(folder: Path) -> tuple[dict[tuple, str] | None, dict[tuple, str]]:
+    """A run's group verdicts ((op, target, device, kind) -> fail / known; None: it has no
+    summary.csv, its groups were not judged) and their labels."""
+    verdicts = read_group_verdicts(folder)
+    if verdicts is None:
+        return None, {}
+    states = {k: ("known" if v["known"] else "fail") for k, v in verdicts.items()
+              if k != CERTIFIED and (v["failing"] or v["known"])}
+    return states, {k: label(k, verdicts[k]) for k in states}
 
 
 def _run_json(folder: Path) -> dict:
@@ -225,7 +364,9 @@ def read_run(folder: Path, parquet: bool = True) -> tuple[RunPoint, str]:
     if rows is None:
         for r in iter_rows(folder / RESULTS):
             reading.add(r)
-    return reading.point(folder, info)
+    point, digest = reading.point(folder, info)
+    point.groups, point.group_text = _group_states(folder)
+    return point, digest
 
 
 def run_folders(report_dir: str | Path) -> list[Path]:
@@ -272,23 +413,41 @@ def to_text(series: list[Series], notes: list[str], last: int = LAST, show: int 
     L += [f"note: {n}" for n in notes]
     for s in series:
         L += ["", s.describe() + f" ({len(s.runs)} runs)",
-              f"  {'#':>3} {'run':<28} {'results':>8} {'pass %':>7} {'failing':>8} {'new':>5}"]
-        for i, (r, k) in enumerate(zip(s.runs, s.new_failures()), 1):
+              f"  {'#':>3} {'run':<28} {'commit':<13} {'exit':>4} {'results':>8} {'pass %':>7} {'failing':>8} "
+              f"{'groups':>6} {'new':>5}"]
+        for i, (r, k, ch) in enumerate(zip(s.runs, s.new_failures(), s.build_changes()), 1):
             failing = sum(1 for x in r.states.values() if x == "fail")
+            gfail = "-" if r.groups is None else sum(1 for x in r.groups.values() if x == "fail")
             pct = "n/a" if r.pass_pct is None else f"{r.pass_pct:.2f}"
-            L.append(f"  {i:>3} {r.run_id:<28} {len(r.states):>8} {pct:>7} {failing:>8} {k:>5}")
+            commit = str(build_of(r.info)["commit"] or "?")[:12] + ("+" if build_of(r.info)["dirty"] else "")
+            if i == 1:
+                L.append(f"      build: {build_text(r.info)}")
+            elif ch:
+                L.append(f"      build change: {ch}")
+            L.append(f"  {i:>3} {r.run_id:<28} {commit:<13} {str(r.exit_status):>4} {len(r.states):>8} {pct:>7} "
+                     f"{failing:>8} {gfail:>6} {k:>5}")
+        gs = s.groups_failing_since()
+        L += ["", f"  group verdicts failing in the newest run ({len(gs)}):"]
+        for x in gs[:show]:
+            L.append(f"    {x['label']}  failing since {x['since']} ({x['runs']} run{'s' if x['runs'] > 1 else ''})"
+                     + (f", at build change {x['build_change']}" if x["build_change"] else "") + ": "
+                     + " ".join(x["states"]))
         since = s.failing_since()
         L += ["", f"  failing in the newest run ({len(since)}):"]
         for x in since[:show]:
             where = f"{x['case']}:{x['target']}" + (f"@{x['device']}" if x["device"] else "")
-            L.append(f"    {where}  failing since {x['since']} ({x['runs']} run{'s' if x['runs'] > 1 else ''}): "
+            L.append(f"    {where}  failing since {x['since']} ({x['runs']} run{'s' if x['runs'] > 1 else ''})"
+                     + (f", at build change {x['build_change']}" if x["build_change"] else "") + ": "
                      + " ".join(x["states"]))
         if len(since) > show:
             L.append(f"    ... {len(since) - show} more (history.csv has every one)")
         fl = s.flaky(last)
-        L += ["", f"  flaky in the last {min(last, len(s.runs))} runs ({len(fl)}):"]
+        L += ["", f"  flaky in the last {min(last, len(s.runs))} runs ({len(fl)}; flips between runs of one build "
+                  f"only: a change with the build is the build's):"]
         for x in fl[:show]:
-            L.append(f"    {x['case']}:{x['target']}  {x['flips']} flips: " + " ".join(x["states"]))
+            L.append(f"    {x['case']}:{x['target']}  {x['flips']} flips" +
+                     (f" (+{x['build_changes']} at build changes)" if x["build_changes"] else "") + ": "
+                     + " ".join(x["states"]))
     return "\n".join(L) + "\n"
 
 
@@ -299,6 +458,8 @@ def to_csv(s: Series) -> str:
     w.writerow(["case_id", "target", "device", *(r.run_id for r in s.runs)])
     for key in s.keys():
         w.writerow([key[0], key[1], key[2] or "", *s.row(key)])
+    for key in s.group_keys():   # group verdicts: "<kind> on <op>" in the case column
+        w.writerow([f"{key[3]} on {key[0]}", key[1], key[2] or "", *s.group_row(key)])
     return out.getvalue()
 
 
@@ -306,8 +467,12 @@ def as_dict(series: list[Series], notes: list[str], last: int = LAST) -> dict[st
     return {"format": "qconform-history/1", "notes": notes, "series": [{
         "case_set": s.digest, "describe": s.describe(),
         "runs": [{"run_id": r.run_id, "folder": str(r.folder), "started": r.started, "results": len(r.states),
-                  "pass_pct": r.pass_pct, "new_failures": k} for r, k in zip(s.runs, s.new_failures())],
-        "failing_since": s.failing_since(), "flaky": s.flaky(last)} for s in series]}
+                  "pass_pct": r.pass_pct, "new_failures": k, "exit_status": r.exit_status, "build": build_of(r.info),
+                  "build_change": ch, "groups_failing": None if r.groups is None else
+                  sorted(r.group_text[g] for g, v in r.groups.items() if v == "fail")}
+                 for r, k, ch in zip(s.runs, s.new_failures(), s.build_changes())],
+        "failing_since": s.failing_since(), "groups_failing_since": s.groups_failing_since(),
+        "flaky": s.flaky(last)} for s in series]}
 
 
 def svg(s: Series) -> bytes:

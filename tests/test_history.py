@@ -44,7 +44,7 @@ def test_failing_since_the_second_run_still_failing_not_new(pytester, tmp_path, 
     assert out.startswith("qconform history: 3 runs in 1 case set")
     for cid in broken:
         assert re.search(rf"^    {re.escape(cid)}:wrong  failing since {ids[1]} \(2 runs\): pass fail fail$", out, re.M), out
-    assert "flaky in the last 3 runs (0):" in out
+    assert "flaky in the last 3 runs (0;" in out
     doc = json.loads((tmp_path / "h" / "history.json").read_text())
     first = doc["series"][0]
     assert [r["run_id"] for r in first["runs"]] == ids and [r["new_failures"] for r in first["runs"]] == [0, len(broken), 0]
@@ -104,3 +104,64 @@ def test_a_parquet_promising_too_much_is_not_decoded_results_jsonl_is_read(tmp_p
     assert h._parquet_rows(d) is None
     point, _ = h.read_run(d)
     assert point.states == {("ADD-x-000", "t", None): "pass"}
+
+
+def _night(tmp_path, i, version, case_states, bias=False, commit="c" * 40, exit_status=None):
+    """Night ``i`` of a simulated week: runtime rt ``version``, ADD-x-00k's states, a bias group verdict."""
+    from tests.test_diff import _row, _write
+    d = _write(tmp_path / "runs" / f"n{i}", [_row(f"ADD-x-00{k}", st) for k, st in enumerate(case_states)])
+    doc = json.loads((d / "run.json").read_text())
+    bad = bias or "fail" in case_states
+    doc.update(started=f"2026-01-{i + 1:02d}T02:00:00", git={"commit": commit, "dirty": False},
+               exit_status=exit_status if exit_status is not None else int(bad), suite_version="0.1.0",
+               targets={"t": {"versions": {"rt": version}}})
+    (d / "run.json").write_text(json.dumps(doc))
+    text = "int8 outputs biased +: mean error +0.321 LSB, sign test p 1e-20" if bias else ""
+    (d / "summary.csv").write_text("op,target,cases,group_failure,group_known,bias_lsb,bias_p\n"
+                                   f"ADD,t,{len(case_states)},\"{text}\",,{'0.321' if bias else ''},\n")
+    return d
+
+
+def test_a_week_of_builds_history_sees_group_verdicts_builds_and_flaky_within_a_build(tmp_path):
+    """good 1.0 -> biased 1.1 -> broken 1.2 -> good 1.3 -> broken and biased 1.4 (three nights, one case
+    flipping within it): the bias's and the breakage's first nights are named with their build
+    changes; only the flips within build 1.4 are flaky."""
+    P, F = "pass", "fail"
+    nights = [("1.0", [P, P, P], False), ("1.1", [P, P, P], True), ("1.2", [F, F, P], False),
+              ("1.3", [P, P, P], False), ("1.4", [F, F, P], True), ("1.4", [F, P, P], True), ("1.4", [F, F, P], True)]
+    for i, (v, states, bias) in enumerate(nights):
+        _night(tmp_path, i, v, states, bias)
+    series, notes = history(tmp_path)
+    assert len(series) == 1 and notes == []
+    s = series[0]
+    assert s.build_changes() == [None, "t rt 1.0 -> 1.1", "t rt 1.1 -> 1.2", "t rt 1.2 -> 1.3", "t rt 1.3 -> 1.4",
+                                 None, None]
+    g = s.groups_failing_since()
+    assert [(x["kind"], x["since"], x["runs"], x["build_change"]) for x in g] == [("bias+ int8", "n4", 3, "t rt 1.3 -> 1.4")]
+    assert g[0]["states"] == ["pass", "fail", "pass", "pass", "fail", "fail", "fail"]
+    assert [(x["case"], x["since"], x["build_change"]) for x in s.failing_since()] == [
+        ("ADD-x-000", "n4", "t rt 1.3 -> 1.4"), ("ADD-x-001", "n6", None)]
+    fl = s.flaky()
+    assert [(x["case"], x["flips"], x["build_changes"]) for x in fl] == [("ADD-x-001", 2, 3)]   # not ADD-x-000, nor the bias
+    assert s.new_failures() == [0, 1, 2, 0, 3, 0, 1]
+    from reports.history import to_text
+    text = to_text(series, notes)
+    assert "bias on ADD/t (+0.321 LSB, p 1e-20)  failing since n4 (3 runs), at build change t rt 1.3 -> 1.4" in text
+    assert "build change: t rt 1.3 -> 1.4" in text and "build: cccccccccccc t rt=1.0" in text
+    assert re.search(r"^\s+5 n4\s+cccccccccccc\s+1\s+3\s+33.33\s+2\s+1\s+3$", text, re.M), text
+
+
+def test_history_of_a_year_of_nights(tmp_path):
+    """365 run folders read (results.jsonl, run.json, summary.csv each) into one series."""
+    import time
+    for i in range(365):
+        from tests.test_diff import _row, _write
+        d = _write(tmp_path / "runs" / f"r{i:03d}", [_row(f"ADD-x-{k:03d}", "fail" if (i + k) % 97 == 0 else "pass")
+                                                     for k in range(20)])
+        doc = json.loads((d / "run.json").read_text())
+        (d / "run.json").write_text(json.dumps({**doc, "started": f"2026-{1 + i // 31:02d}-{1 + i % 28:02d}T{i % 24:02d}"}))
+    t = time.perf_counter()
+    series, notes = history(tmp_path)
+    took = time.perf_counter() - t
+    assert len(series) == 1 and len(series[0].runs) == 365 and not notes
+    print(f"history of 365 runs x 20 rows: {took:.2f} s")   # (measured, not asserted: no test asserts speed)

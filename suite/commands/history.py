@@ -17,11 +17,14 @@ from suite.core.errors import QconformError
 def register(sub):
     p = sub.add_parser("history", help="every run under a report directory: failing since, flaky cases, trend",
                        description="Read every run folder under REPORT_DIR (REPORT_DIR/runs/<run id>: results.jsonl "
-                                   "and run.json only). Runs of different case sets (seed, ops, cases per op, case "
-                                   "files, model) are kept apart. Per case set: each run's results, pass rate and new "
-                                   "failures; the cases failing in the newest run with the run their failing streak "
-                                   "began ('failing since'); flaky cases (at least two pass/fail flips in the last "
-                                   "--last runs). With -o: history.json, one history-<n>.csv (every (case, target) "
+                                   "or results.parquet, run.json, summary.csv and certificate.json only). Runs of "
+                                   "different case sets (seed, ops, cases per op, case files, model) are kept apart. "
+                                   "Per case set: each run's commit, exit status, results, pass rate, failing group "
+                                   "verdicts and new failures, and each build change (commit, runtime versions); the "
+                                   "cases and group verdicts (bias, declared scheme, certification) failing in the "
+                                   "newest run with the run their failing streak began ('failing since'); flaky cases "
+                                   "(at least two pass/fail flips between runs of one build in the last --last runs). "
+                                   "With -o: history.json, one history-<n>.csv (every (case, target) "
                                    "run by run) and history-<n>.svg (the trend) per case set.")
     p.add_argument("report_dir", metavar="REPORT_DIR")
     p.add_argument("--last", type=int, default=LAST, metavar="N",
