@@ -237,7 +237,41 @@ def _is_conformance_run(config) -> bool:
 
 
 class QcTargetError(Exception):
-    """A target's error/crash/timeout/infra verdict: reported by pytest as ERROR."""
+    """A target's error/crash/timeout/infra verdict: reported by pytest as ERROR. pytest-rerunfailures
+    may run it again (a crash, a hang, a lost device can pass the next time)."""
+
+
+class QcVerdictFailed(pytest.fail.Exception):
+    """A numeric verdict (a case's mismatch, a group's bias or declared scheme): ``pytest.fail``'s
+    outcome, deterministic, so never run again by pytest-rerunfailures (:func:`_no_verdict_reruns`)."""
+
+
+def verdict_failed(message: str):
+    raise QcVerdictFailed(message, pytrace=False)
+
+
+def _no_verdict_reruns(config, items) -> None:
+    """With pytest-rerunfailures' --reruns (or its ini ``reruns``), each conformance test gets its
+    public ``flaky`` marker with the same reruns and :class:`QcVerdictFailed` added to
+    ``rerun_except`` (with the user's --rerun-except patterns): a numeric fail or bias is not run
+    again, a crash, timeout or infra error may be."""
+    if not config.pluginmanager.hasplugin("rerunfailures"):
+        return
+    reruns = config.getoption("reruns", None)
+    if reruns is None:
+        try:
+            reruns = int(config.getini("reruns"))
+        except (TypeError, ValueError, KeyError):
+            reruns = None
+    if not reruns:
+        return
+    if getattr(config.option, "reruns_mode", None) == "append":
+        reruns = 0   # (the marker's count is added to the global one)
+    except_ = [QcVerdictFailed, *(getattr(config.option, "rerun_except", None) or config.getini("rerun_except") or [])]
+    for item in items:
+        if _pair(item) is not None or getattr(item, "name", "") == GROUP_TEST:
+            if item.get_closest_marker("flaky") is None:
+                item.add_marker(pytest.mark.flaky(reruns=reruns, rerun_except=except_))
 
 
 @pytest.fixture
@@ -464,6 +498,7 @@ class QconformSession:
     def pytest_collection_modifyitems(self, session, config, items):
         _ops_together(items)
         after_their_cases(items)
+        _no_verdict_reruns(config, items)
         items.sort(key=lambda item: item.name == "test_hunt")   # the hunts after every case (a stable sort)
         done = resume_mod.recorded(self.folder.path, self.run_id, self.resumed.offset) if self.resumed else {}
         need = self._rows_per_pair()
@@ -804,7 +839,7 @@ def _test_group(self, request):
     if bad:   # (cases left out of this session, run for the group's verdict)
         new.append(f"{len(bad)} of its cases not selected here fail: " + ", ".join(bad[:10]))
     if new:
-        pytest.fail(f"{self.op} on {self.target} as a whole: " + "; ".join(new), pytrace=False)
+        verdict_failed(f"{self.op} on {self.target} as a whole: " + "; ".join(new))
     if judged < total:   # (no run in this process: nothing to judge the rest with)
         pytest.skip(f"not judged: {judged} of the {total} cases of {self.op} on {self.target} ran")
     if failures:
@@ -816,7 +851,7 @@ def known_failure(config, reason: str, message: str | None = None):
     the reason says it all); with --runxfail, the failure it is, with ``message`` (a case's
     verdict message: what is off and the reproduction command)."""
     if config.option.runxfail:
-        pytest.fail(message or reason, pytrace=False)
+        verdict_failed(message or reason)
     raise pytest.xfail.Exception(reason, pytrace=False)
 
 

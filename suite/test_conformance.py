@@ -9,7 +9,7 @@ or ``--case-id``). With ``--item=group`` the class has test_cases instead (suite
 import pytest
 
 from suite.core.verdict import Outcome
-from suite.plugin import known_failure, run_cases
+from suite.plugin import known_failure, run_cases, verdict_failed
 
 
 class Conformance:
@@ -22,7 +22,7 @@ class Conformance:
         if v.outcome is Outcome.XFAILED:   # with --runxfail: a failure, with its message
             known_failure(request.config, v.xfail_reason, v.message)
         if v.outcome is Outcome.FAILED:
-            pytest.fail(v.message, pytrace=False)
+            verdict_failed(v.message)   # (deterministic: pytest-rerunfailures does not run it again)
 
     def test_cases(self, request):   # --item=group
         run_cases(request)

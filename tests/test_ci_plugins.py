@@ -62,7 +62,8 @@ def test_the_popular_plugins_switched_on_give_the_verdicts_of_a_plain_run(tmp_pa
     # each plugin did its part
     assert (tmp_path / "r.html").exists() and any((tmp_path / "allure").iterdir())
     assert json.loads((tmp_path / "r.json").read_text())["exitcode"] == 1
-    assert "RERUN" in both.stdout or "rerun" in both.stdout
+    # --reruns=1 ran no numeric verdict again (a fail, a bias): no row written twice
+    assert len(rows_written(run_folder(tmp_path / "plugins"))) == len(rows_written(run_folder(tmp_path / "plain")))
     order = [(r["case_id"], r["target"]) for r in rows_written(run_folder(tmp_path / "plain"))]
     assert [(r["case_id"], r["target"]) for r in rows_written(run_folder(tmp_path / "plugins"))] != order  # shuffled
 
@@ -86,3 +87,25 @@ def test_pytest_randomly_keeps_each_operators_tests_together(tmp_path):
         ops = [i.split("::")[1].split(":")[0] for i in ids]
         runs = [op for k, op in enumerate(ops) if k == 0 or ops[k - 1] != op]
         assert sorted(runs) == ["ADD", "MUL", "SUB"], runs   # each op once: its tests together
+
+
+def test_reruns_never_run_a_numeric_verdict_again_but_a_crash_may(tmp_path):
+    """pytest-rerunfailures --reruns=2: the mismatches (OffByOne) and the bias (HalfUp's test_group) are
+    judged once; the crashing case (Faulty, segv) is run three times."""
+    pytest.importorskip("pytest_rerunfailures")
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", QCONFORM_FAULTS=json.dumps({"ADD-sat_lo-000": "segv"}))
+    cmd = [sys.executable, "-m", "pytest", "-p", "qconform", "-p", "rerunfailures", "-p", "no:cacheprovider", "-q",
+           "--reruns=2", "-rR", "--target=tests.spine_targets:OffByOne,tests.bias_targets:HalfUp,tests.fault_targets:Faulty",
+           "--ops", "ADD", "--cases-per-op", "15", f"--report-dir={tmp_path}"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = rows_written(run_folder(tmp_path))
+    per: dict = {}
+    for r in rows:
+        per[(r["case_id"], r["target"])] = per.get((r["case_id"], r["target"]), 0) + 1
+    assert any(r["status"] == "fail" and r["target"] == "off-by-one" for r in rows)
+    assert per[("ADD-sat_lo-000", "faulty")] == 3   # the crash: run again twice
+    assert all(n == 1 for k, n in per.items() if k != ("ADD-sat_lo-000", "faulty"))   # every verdict once
+    reran = [ln for ln in proc.stdout.splitlines() if ln.startswith("RERUN")]
+    assert reran and all("faulty" in ln for ln in reran), proc.stdout[-3000:]
