@@ -58,6 +58,7 @@ from reports.crossdevice import COLUMNS as CROSS_COLUMNS
 from reports.crossdevice import CrossDevice
 from reports.groups import compare as compare_verdicts
 from reports.groups import read_group_verdicts
+from reports.junit import case_repro
 from reports.results import RESULTS, read_rows, row_key, write_atomic
 from reports.runinfo import RUN_JSON, load_run_json
 from reports.summary import emulated
@@ -431,7 +432,8 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
             better.append(f"fixed ({bs} -> {ns})")
         if ns in BAD and bs in BAD and not nf and not new_failure:
             d.still.append({"case": n.get("case_id"), "op": n.get("op"), "target": n.get("target"),
-                            "device": n.get("device"), "status_before": bs, "status_now": ns, "repro": n.get("repro")})
+                            "device": n.get("device"), "status_before": bs, "status_now": ns,
+                            "repro": case_repro(rn.info, n)})
         if ns == UNSUPPORTED and bs != UNSUPPORTED:
             kinds.append(f"now unsupported ({n.get('reason', '')})")
         bm, nm = _num(b.get("mismatches")), _num(n.get("mismatches"))
@@ -452,7 +454,7 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
         if nf and nf != bf:
             d.findings.append({**entry, "finding": nf, "finding_before": bf})
         if kinds:
-            d.cases.append({**entry, "new_failure": new_failure, "what": kinds, "repro": n.get("repro")})
+            d.cases.append({**entry, "new_failure": new_failure, "what": kinds, "repro": case_repro(rn.info, n)})
         elif better:
             d.improved.append({**entry, "what": better})
     if not d.compared:

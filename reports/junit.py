@@ -66,6 +66,18 @@ def group_repro(doc: dict, op: str, target: str) -> str:
     return " ".join(shlex.quote(str(a)) for a in args)
 
 
+def case_repro(doc: dict, row: dict) -> str:
+    """The row's own reproduction command (its failure file judged again) if it has one, else the
+    pytest command that runs its case on its target as ``doc``'s run did (a case that passes with
+    more mismatches than before has no failure file)."""
+    if isinstance(row.get("repro"), str) and row["repro"]:
+        return row["repro"]
+    cmd = group_repro(doc, str(row.get("op")), str(row.get("target")))
+    if row.get("device"):
+        cmd += " " + shlex.quote(f"--device={row['device']}")
+    return cmd + " -k " + shlex.quote(f"{row.get('case_id')}:{row.get('target')}")
+
+
 def group_properties(op: str, target: str, kind: str, text: str, repro: str, finding: str | None = None
                      ) -> list[tuple[str, str]]:
     """A group verdict's testcase properties (JUnit ``<property>``)."""

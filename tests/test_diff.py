@@ -405,3 +405,17 @@ def test_group_verdicts_compare_certificates_only_when_both_runs_certified(tmp_p
     (a / "certificate.json").write_text(_envelope({"ops": []}))
     got = compare(read_group_verdicts(a), read_group_verdicts(b), {("ADD", "t")})
     assert [v["label"] for v in got["new"]] == ["certification litert-int8 on ADD/t"]
+
+
+def test_every_regressed_case_has_a_reproduction_command_in_the_markdown(tmp_path):
+    """A case that still passes with more mismatches has no failure file: its command runs the case."""
+    from reports.diff import to_markdown
+    base = _write(tmp_path / "a", [_row("ADD-x-000"), _row("ADD-x-001", "fail", 2, 2.0, repro="pytest --case-file=f.json")])
+    run = _write(tmp_path / "b", [_row("ADD-x-000", mism=3, maxe=1.0),
+                                  _row("ADD-x-001", "fail", 4, 3.0, repro="pytest --case-file=f.json")])
+    d = diff_runs(base, run)
+    md = to_markdown(d)
+    lines = [ln for ln in md.splitlines() if ln.startswith("| `ADD-x-")]
+    assert len(lines) == 2 and all(ln.rstrip(" |").endswith("`") for ln in lines), md
+    assert "`pytest --target=t --ops=ADD --seed=0 --cases-per-op=4 --scheme=tflite-ref-double -k ADD-x-000:t`" in md
+    assert "`pytest --case-file=f.json`" in md
