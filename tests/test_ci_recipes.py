@@ -26,7 +26,7 @@ WORKFLOW = CI / "github" / "qconform-nightly.yml"
 K8S = sorted((CI / "kubernetes").glob("*.yaml"))
 K8S_SCHEMA = ROOT / "tests" / "data" / "schemas" / "k8s-job.json"
 BIN = Path(sys.executable).parent
-SLICE = "--target=ref --ops=ADD --cases-per-op=2"
+SLICE = "--target=ref --ops=ADD,MUL --cases-per-op=2"
 
 
 def _check_jsonschema(*args: str) -> subprocess.CompletedProcess:
