@@ -24,6 +24,7 @@ import pytest
 
 from reports import terminal_lines, write_reports
 from reports.diff import run_folder
+from reports.junit import group_properties, group_repro
 from reports.results import iter_rows
 from reports.runinfo import now, run_info, write_run_info
 from reports.summary import compact_table, fit, terminal_verdict, to_text, totals, with_failures
@@ -250,6 +251,60 @@ def verdict_failed(message: str):
     raise QcVerdictFailed(message, pytrace=False)
 
 
+def _allure():
+    """allure-pytest's public ``allure`` module when its plugin reports this run, else None."""
+    try:
+        import allure   # optional: the dev extra (allure-pytest)
+    except ImportError:
+        return None
+    return allure
+
+
+def _allure_on(config) -> bool:
+    return bool(getattr(config.option, "allure_report_dir", None)) and _allure() is not None
+
+
+def _allure_case(config, case, row: dict) -> None:
+    """Allure's labels of a case (op, target, variant, finding) and its parameter as the case id (not
+    the repr of its arrays)."""
+    if not _allure_on(config):
+        return
+    allure = _allure()
+    allure.dynamic.parameter("qc_case", case.id)
+    for name, value in (("op", row.get("op")), ("target", row.get("target")), ("variant", case.variant),
+                        ("finding", row.get("finding")), ("device", row.get("device"))):
+        if value:
+            allure.dynamic.label(name, str(value))
+
+
+def attach_evidence(config, row: dict) -> None:
+    """For Allure, from the test's body (a fixture's attachments are the fixture's): a bad verdict's
+    case with got and want (its failure file) and its reproduction command."""
+    if not _allure_on(config):
+        return
+    allure = _allure()
+    ff = row.get("failure_file")
+    if ff and Path(ff).is_file():   # (the file this run wrote: the case, got and want)
+        allure.attach.file(ff, name="case, got and want", attachment_type=allure.attachment_type.JSON)
+    if row.get("repro"):
+        allure.attach(str(row["repro"]), name="reproduce", attachment_type=allure.attachment_type.TEXT)
+
+
+def _allure_group(config, op: str, target: str, failures: list[dict], command: str) -> None:
+    if not _allure_on(config):
+        return
+    allure = _allure()
+    allure.dynamic.label("op", op)
+    allure.dynamic.label("target", target)
+    for f in failures:
+        if f.get("finding"):
+            allure.dynamic.label("finding", str(f["finding"]))
+    if failures:
+        allure.attach("\n".join(f["text"] for f in failures), name="group verdict",
+                      attachment_type=allure.attachment_type.TEXT)
+    allure.attach(command, name="reproduce", attachment_type=allure.attachment_type.TEXT)
+
+
 def _no_verdict_reruns(config, items) -> None:
     """With pytest-rerunfailures' --reruns (or its ini ``reruns``), each conformance test gets its
     public ``flaky`` marker with the same reruns and :class:`QcVerdictFailed` added to
@@ -288,6 +343,7 @@ def qc_verdict(request, qc_case) -> Verdict:
         request.node.stash[SECONDS] = v.seconds
     if (v.op, v.target) in session.judged_whole:   # its (op, target)'s test_group judges the group from them
         session.group_rows.add(v.row)
+    _allure_case(request.config, qc_case, v.row)
     if v.outcome is Outcome.ERROR:
         raise QcTargetError(v.message)
     return v
@@ -358,6 +414,11 @@ class QconformSession:
         self.hunters: dict = {}   # target -> its Hunter (--hunt), one worker process each
         self.planned: int | None = None   # rows this run is to write (its pairs x devices), once collected
         self._tests_done, self._frozen = 0, False
+
+    def repro_doc(self) -> dict:
+        """What a group's reproduction command is made of (reports.junit.group_repro): the run's options."""
+        return {"options": {**self.opts.as_dict(), "tolerance_copy": str(self.folder.path / TOLERANCE_COPY),
+                            "model": self.config.option.model}}
 
     def versions(self, name: str) -> dict[str, str]:
         if self.run is not None:
@@ -834,12 +895,20 @@ def _test_hunt(self, request):
 def _test_group(self, request):
     """<OP>:<target>::test_group: the (op, target) judged whole (bias, declared scheme; what the
     certificate's op_failures and the run's exit status say), after its cases."""
-    judged, total, bad, failures = request.config.stash[SESSION].judge_group(self.op, self.target)
+    session = request.config.stash[SESSION]
+    judged, total, bad, failures = session.judge_group(self.op, self.target)
+    command = group_repro(session.repro_doc(), self.op, self.target)
+    request.node.user_properties.extend(   # JUnit XML <property> of the group's testcase
+        (name, value) for name, value in group_properties(
+            self.op, self.target, "; ".join(sorted({f["text"].split(":", 1)[0] for f in failures})) or "none",
+            "; ".join(f["text"] for f in failures) or "pass", command,
+            "; ".join(sorted({f["finding"] for f in failures if f.get("finding")})) or None))
+    _allure_group(request.config, self.op, self.target, failures, command)
     new = [f["text"] for f in failures if not f["finding"]]
     if bad:   # (cases left out of this session, run for the group's verdict)
         new.append(f"{len(bad)} of its cases not selected here fail: " + ", ".join(bad[:10]))
     if new:
-        verdict_failed(f"{self.op} on {self.target} as a whole: " + "; ".join(new))
+        verdict_failed(f"{self.op} on {self.target} as a whole: " + "; ".join(new) + f"\nreproduce: {command}")
     if judged < total:   # (no run in this process: nothing to judge the rest with)
         pytest.skip(f"not judged: {judged} of the {total} cases of {self.op} on {self.target} ran")
     if failures:

@@ -9,7 +9,7 @@ or ``--case-id``). With ``--item=group`` the class has test_cases instead (suite
 import pytest
 
 from suite.core.verdict import Outcome
-from suite.plugin import known_failure, run_cases, verdict_failed
+from suite.plugin import attach_evidence, known_failure, run_cases, verdict_failed
 
 
 class Conformance:
@@ -17,6 +17,7 @@ class Conformance:
 
     def test_case(self, qc_verdict, request):
         v = qc_verdict   # an error/crash/timeout/infra verdict is this test's ERROR (the fixture raises)
+        attach_evidence(request.config, v.row)
         if v.outcome is Outcome.SKIPPED:
             pytest.skip(f"unsupported on {v.target}: {v.reason}")
         if v.outcome is Outcome.XFAILED:   # with --runxfail: a failure, with its message

@@ -61,6 +61,22 @@ def test_the_popular_plugins_switched_on_give_the_verdicts_of_a_plain_run(tmp_pa
     assert any(k == "failure" and "off-by-one" in t for t, k in tests.items())
     # each plugin did its part
     assert (tmp_path / "r.html").exists() and any((tmp_path / "allure").iterdir())
+    # the group failure carries its properties and reproduction command (JUnit)
+    group = next(c for c in ET.parse(tmp_path / "plugins.xml").getroot().iter("testcase")
+                 if c.get("name") == "test_group" and "half-up" in c.get("classname"))
+    props = {p.get("name"): p.get("value") for p in group.iter("property")}
+    assert props["qconform.op"] == "ADD" and props["qconform.target"] == "half-up"
+    assert props["qconform.repro"].startswith("pytest --target=half-up --ops=ADD --seed=")
+    assert "reproduce: pytest --target=half-up" in group.find("failure").get("message") + (group.find("failure").text or "")
+    # Allure: labels, attachments, and the case parameter as its id (not the repr of its arrays)
+    results = [json.loads(f.read_text()) for f in (tmp_path / "allure").glob("*-result.json")]
+    failing = [r for r in results if r["status"] == "failed" and "off-by-one" in r["name"]]
+    assert failing
+    labels = {x["name"]: x["value"] for x in failing[0]["labels"]}
+    assert labels["op"] == "ADD" and labels["target"] == "off-by-one" and labels["variant"]
+    assert {a["name"] for a in failing[0]["attachments"]} >= {"case, got and want", "reproduce"}
+    params = [p["value"] for r in results for p in r.get("parameters", []) if p["name"] == "qc_case"]
+    assert params and all(len(v) < 60 and "array" not in v for v in params)
     assert json.loads((tmp_path / "r.json").read_text())["exitcode"] == 1
     # --reruns=1 ran no numeric verdict again (a fail, a bias): no row written twice
     assert len(rows_written(run_folder(tmp_path / "plugins"))) == len(rows_written(run_folder(tmp_path / "plain")))
