@@ -59,6 +59,10 @@ SESSION = pytest.StashKey["QconformSession"]()
 #: a conformance test's duration (JUnit time, --durations): its verdict's ``seconds``, what its case cost
 #: the run, in place of its setup's wall time (the first test of a batch waits for the whole batch)
 SECONDS = pytest.StashKey[float]()
+try:   # optional (the dev extra's allure-pytest): labels and attachments when it reports the run
+    import allure as _ALLURE
+except ImportError:
+    _ALLURE = None
 _OWN_OPTIONS = ("--target", "--case-file", "--model", "--ops", "--cases-per-op", "--seed", "--report-dir",
                 "--tolerance", "--scheme", "--certify", "--device", "--resume", "--waivers", "--hunt", "--shard")
 _PROPERTIES = tuple((k, f"qconform.{k}") for k in ("status", "bit_exact", "max_abs_lsb", "mismatches",
@@ -252,16 +256,13 @@ def verdict_failed(message: str):
 
 
 def _allure():
-    """allure-pytest's public ``allure`` module when its plugin reports this run, else None."""
-    try:
-        import allure   # optional: the dev extra (allure-pytest)
-    except ImportError:
-        return None
-    return allure
+    """allure-pytest's public ``allure`` module (None without it)."""
+    return _ALLURE
 
 
 def _allure_on(config) -> bool:
-    return bool(getattr(config.option, "allure_report_dir", None)) and _allure() is not None
+    """Whether allure-pytest reports this run (--alluredir)."""
+    return bool(getattr(config.option, "allure_report_dir", None)) and _ALLURE is not None
 
 
 def _allure_case(config, case, row: dict) -> None:

@@ -13,9 +13,10 @@ import pytest
 from tests.conftest import ROOT
 
 PACKAGES = ("suite", "reference", "targets", "reports")
-#: function-local imports are for optional runtimes only (a missing one makes only its target unavailable)
+#: function-local (or guarded) imports are for optional runtimes (a missing one makes only its target
+#: unavailable) and optional libraries (pyarrow: reports; allure: the plugin's Allure labels)
 RUNTIMES = ("tflite_micro", "openvino", "tosa_converter_for_tflite", "tosa_reference_model", "onnxruntime", "onnxruntime_qnn", "onnx", "ai_edge_litert", "tflite_runtime", "flatbuffers",
-            "pyarrow", "tomli", "tomllib")
+            "pyarrow", "tomli", "tomllib", "allure")
 #: heavy libraries imported where they are used: `qconform --help`, a command and a run that do not
 #: use them do not pay their import (scipy.stats: a second of CPU; hypothesis: half of one; issue #34)
 HEAVY = ("scipy", "hypothesis")

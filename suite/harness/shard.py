@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
 
@@ -78,7 +79,6 @@ def run_group(given: str | None, environ=None) -> str | None:
     environment (:data:`RUN_GROUP_ENV`; GitHub Actions' is the workflow run's, the same in every job
     of it and in its re-run attempts; a Kubernetes Job passes its uid as QCONFORM_RUN_GROUP, see
     examples/ci/), else None."""
-    import os
     env = os.environ if environ is None else environ
     for name, prefix in ((None, ""), *RUN_GROUP_ENV):
         value = given if name is None else env.get(name)
