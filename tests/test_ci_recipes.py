@@ -214,3 +214,18 @@ def test_the_github_workflow_runs_as_written_over_four_nights(tmp_path):
     assert "2 runs in 1 case set" in hist["stdout"]
     doc = json.loads((r.cache / "runs" / m["merge"]["outputs"]["night"] / "run.json").read_text())
     assert {s["run_group"] for s in doc["shards"]} == {"github-example/kernels-104"}
+
+
+def test_the_readmes_nightly_recipe_works_on_its_first_night_and_the_second(tmp_path):
+    """README.md's nightly recipe as written (its targets swapped for the reference), two nights:
+    the first has no baseline and must pass, the second is compared with it."""
+    text = (ROOT / "README.md").read_text().split("## Nightly recipe", 1)[1]
+    script = text.split("```sh\n", 1)[1].split("```", 1)[0].replace("--target=ort,tflite,htp", SLICE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "QCONFORM_", "GITHUB_"))}
+    env.update(PATH=f"{BIN}:{env.get('PATH', '')}", HOME=str(tmp_path))
+    for night in (1, 2):
+        p = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        assert ("first night" in p.stdout) == (night == 1)
+    assert "NO REGRESSION" in (tmp_path / "diff.md").read_text()
+    assert (tmp_path / "nightly" / "history" / "history.json").is_file()
