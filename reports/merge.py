@@ -158,6 +158,11 @@ def load_shard(folder: Path, info: dict) -> Shard:
     if type(planned) is int and len(last) != planned:
         raise QconformError(f"{len(last)} results of the {planned} planned", source=str(p), field="planned",
                             rule=_RULE_WHOLE + ": a row for every planned result")
+    cases = info["options"]["shard"].get("cases")   # (its (case, target) pairs: what a run under xdist has instead)
+    pairs = len({(k[0], k[1]) for k in last})
+    if type(cases) is int and pairs != cases:
+        raise QconformError(f"{pairs} (case, target) pairs of the shard's {cases}", source=str(p),
+                            field="options.shard.cases", rule=_RULE_WHOLE + ": a row for every case of its groups")
     cert = None
     if (folder / CERT_JSON).exists() or (folder / CERT_JSON).is_symlink():
         _own(folder, CERT_JSON, CERT_JSON)

@@ -93,6 +93,8 @@ def test_a_shard_that_is_not_whole_is_refused_naming_the_field(shards, tmp_path,
     lines = (cut / "results.jsonl").read_bytes().splitlines(keepends=True)
     (cut / "results.jsonl").write_bytes(b"".join(lines[:5]))
     _refused(capsys, tmp_path, s1, cut, field="planned")
+    _edit_json(cut, planned=None)   # (a shard run under xdist plans nothing: its groups' cases count)
+    _refused(capsys, tmp_path, s1, cut, field="options.shard.cases")
     # a row of another run
     other = _copy(s2, tmp_path / "other")
     rows = [json.loads(x) for x in lines]
