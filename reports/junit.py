@@ -125,18 +125,25 @@ def write_junit(folder: str | Path, doc: dict, path: str | Path) -> Path:
             counts["skipped"] += 1
         cases.append(tc)
     counts["tests"] = len(cases)
-    for key, v in sorted(((k, v) for k, v in (read_group_verdicts(folder) or {}).items() if k != CERTIFIED),
-                         key=lambda kv: tuple(map(str, kv[0]))):
-        op, target, _dev, kind = key
+    groups: dict[tuple, list] = {}
+    for key, v in (read_group_verdicts(folder) or {}).items():
+        if key != CERTIFIED:
+            groups.setdefault((key[0], key[1]), []).append((key, v))
+    for (op, target), verdicts in sorted(groups.items()):   # one test_group per (op, target), as pytest names it
+        verdicts.sort(key=lambda kv: tuple(map(str, kv[0])))
         repro = group_repro(doc, op, target)
-        tc = ET.Element("testcase", classname=f"{MODULE}.{op}:{target}", name=f"test_group[{kind}]", time="0")
-        _props(tc, group_properties(op, target, kind, v["text"], repro, v.get("known")))
-        text = f"{label(key, v)}: {v['text']}\nreproduce: {repro}"
-        if v["failing"]:
-            ET.SubElement(tc, "failure", message=f"{op} on {target} as a whole: {v['text']}"[:500]).text = text
+        failing = [(k, v) for k, v in verdicts if v["failing"]]
+        known = sorted({str(v["known"]) for _, v in verdicts if v.get("known")})
+        tc = ET.Element("testcase", classname=f"{MODULE}.{op}:{target}", name="test_group", time="0")
+        _props(tc, group_properties(op, target, "; ".join(k[3] for k, _ in verdicts),
+                                    "; ".join(v["text"] for _, v in verdicts), repro, "; ".join(known) or None))
+        if failing:
+            text = "\n".join(f"{label(k, v)}: {v['text']}" for k, v in failing) + f"\nreproduce: {repro}"
+            ET.SubElement(tc, "failure", message=(f"{op} on {target} as a whole: "
+                                                  + "; ".join(v["text"] for _, v in failing))[:500]).text = text
             counts["failures"] += 1
         else:
-            ET.SubElement(tc, "skipped", type="pytest.xfail", message=f"known finding {v.get('known')}")
+            ET.SubElement(tc, "skipped", type="pytest.xfail", message=f"known finding {', '.join(known)}")
             counts["skipped"] += 1
         counts["tests"] += 1
         cases.append(tc)

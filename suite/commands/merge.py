@@ -36,6 +36,9 @@ def run(args) -> int:
                         allow_dirty=args.allow_dirty)
     for e in report.errors:
         print(f"qconform: could not write {e}", file=sys.stderr)
+    if not any(s.get("run_group") for s in doc["shards"]):
+        print("qconform: note: the shards name no run group (pytest --run-group, or a CI run id in the environment): "
+              "nothing but their case set, commit and versions ties them to one run", file=sys.stderr)
     for s in doc["shards"]:
         host = (s.get("host") or {}).get("hostname")
         print(f"shard {s['shard']}: run {s['run_id']} on {host}, commit {str((s.get('git') or {}).get('commit'))[:12]}")
