@@ -229,3 +229,40 @@ def test_the_readmes_nightly_recipe_works_on_its_first_night_and_the_second(tmp_
         assert ("first night" in p.stdout) == (night == 1)
     assert "NO REGRESSION" in (tmp_path / "diff.md").read_text()
     assert (tmp_path / "nightly" / "history" / "history.json").is_file()
+
+
+def test_the_kubernetes_jobs_scripts_run_and_a_pod_that_did_not_run_tonight_is_refused(tmp_path):
+    """The Jobs' container scripts, /reports a scratch folder: night 1 both pods and the merge (the
+    first night: no diff); night 2 only pod 0 runs, so shard 2's newest folder is last night's: the
+    merge refuses it for its run group (the shard Job's uid) and merges nothing."""
+    if _dirty():
+        pytest.skip("the checkout has uncommitted changes: its shards are git.dirty, which merge refuses")
+    docs = {p.name: yaml.safe_load(p.read_text()) for p in K8S}
+
+    def script(name):
+        c = docs[name]["spec"]["template"]["spec"]["containers"][0]
+        env = {e["name"]: e.get("value", "") for e in c["env"] if "value" in e}
+        return c["args"][0].replace("/reports", str(tmp_path / "pv")), env
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "QCONFORM_", "GITHUB_"))}
+    base.update(PATH=f"{BIN}:{base.get('PATH', '')}", HOME=str(tmp_path))
+
+    def sh(name, **env):
+        text, own = script(name)
+        full = {**base, **own, **env}
+        if "QCONFORM_ARGS" in full:
+            full["QCONFORM_ARGS"] = SLICE
+        return subprocess.run(["sh", "-c", text], cwd=tmp_path, env=full, capture_output=True, text=True, timeout=600)
+
+    for i in (0, 1):
+        p = sh("shards-job.yaml", JOB_COMPLETION_INDEX=str(i), QCONFORM_RUN_GROUP="uid-1")
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    p = sh("merge-job.yaml", RUN_GROUP="uid-1")
+    assert p.returncode == 0 and "first night" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
+    nights = sorted((tmp_path / "pv" / "nightly" / "runs").iterdir())
+    assert len(nights) == 1 and (nights[0] / "junit.xml").is_file()
+    p = sh("shards-job.yaml", JOB_COMPLETION_INDEX="0", QCONFORM_RUN_GROUP="uid-2")
+    assert p.returncode == 0
+    p = sh("merge-job.yaml", RUN_GROUP="uid-2")
+    assert p.returncode == 2 and "options.run_group" in p.stderr, p.stdout[-3000:] + p.stderr[-3000:]
+    assert sorted((tmp_path / "pv" / "nightly" / "runs").iterdir()) == nights
