@@ -100,7 +100,7 @@ def test_a_shard_that_is_not_whole_is_refused_naming_the_field(shards, tmp_path,
     rows = [json.loads(x) for x in lines]
     rows[-1]["run_id"] = "20990101T000000-abcdef"
     (other / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    _refused(capsys, tmp_path, s1, other, field="results.jsonl: run_id")
+    _refused(capsys, tmp_path, s1, other, field="is a row of run")   # (the bounded reader: one run id)
     # two rows edited from fail to pass: its own certificate's counts say otherwise
     forged = _copy(s2, tmp_path / "forged")
     rows = [json.loads(x) for x in lines]
