@@ -121,7 +121,7 @@ def test_reruns_never_run_a_numeric_verdict_again_but_a_crash_may(tmp_path):
     for r in rows:
         per[(r["case_id"], r["target"])] = per.get((r["case_id"], r["target"]), 0) + 1
     assert any(r["status"] == "fail" and r["target"] == "off-by-one" for r in rows)
-    assert per[("ADD-sat_lo-000", "faulty")] == 3   # the crash: run again twice
-    assert all(n == 1 for k, n in per.items() if k != ("ADD-sat_lo-000", "faulty"))   # every verdict once
+    assert all(n == 1 for n in per.values())   # every verdict once (a test asked again writes no second row)
     reran = [ln for ln in proc.stdout.splitlines() if ln.startswith("RERUN")]
-    assert reran and all("faulty" in ln for ln in reran), proc.stdout[-3000:]
+    # only the crash was run again; the mismatches and the bias were not
+    assert reran and all("ADD-sat_lo-000:faulty" in ln for ln in reran), proc.stdout[-3000:]
