@@ -73,7 +73,7 @@ def test_a_good_merge_writes_one_junit_file_and_every_shards_host_and_commit(sha
     assert len([c for c in cases if c.get("name").startswith("test_case[")]) == len(rows)
     failed = [c for c in cases if c.find("failure") is not None and c.get("name").startswith("test_case[")]
     assert len(failed) == sum(r["status"] == "fail" for r in rows) and failed
-    assert "reproduce: pytest" in failed[0].find("failure").text
+    assert f"reproduce: qconform repro {out}" in failed[0].find("failure").text   # (its failure file, moved)
     assert any(p.get("name") == "qconform.repro" for p in failed[0].find("properties"))
     # the groups' verdicts (here: certification non-conformant) are tests too, with their command
     groups = [c for c in cases if c.get("name") == "test_group" and c.find("failure") is not None]
