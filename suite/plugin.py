@@ -248,7 +248,13 @@ class QcTargetError(Exception):
 
 class QcVerdictFailed(pytest.fail.Exception):
     """A numeric verdict (a case's mismatch, a group's bias or declared scheme): ``pytest.fail``'s
-    outcome, deterministic, so never run again by pytest-rerunfailures (:func:`_no_verdict_reruns`)."""
+    outcome, deterministic, so never run again by pytest-rerunfailures (:func:`_no_verdict_reruns`).
+    Shown as pytest shows ``pytest.fail`` ("Failed: ..."), as pytest names its own outcomes."""
+
+    __module__ = "builtins"
+
+
+QcVerdictFailed.__name__ = QcVerdictFailed.__qualname__ = "Failed"
 
 
 def verdict_failed(message: str):
