@@ -507,7 +507,7 @@ class OffByOneToo(Unnamed):
     name = "off-by-one"
 
 
-def test_a_module_class_target_is_named_by_its_class(run, tmp_path):
+def test_a_module_class_target_is_named_by_its_class(run, tmp_path, qconform_cli):
     """Rows, test ids, the summary and the failure folder say the class's name; run.json's
     options and the repro command select it by module:Class, and the repro fails as the run did."""
     sel = "tests.spine_targets:OffByOne"
@@ -524,8 +524,13 @@ def test_a_module_class_target_is_named_by_its_class(run, tmp_path):
     assert json.loads(open(r["failure_file"]).read())["judged"]["target"] == sel
     import shlex
     repro = shlex.split(r["repro"])
-    assert repro[1] == f"--target={sel}"
-    again, _ = run(*repro[1:-1], report_dir=tmp_path / "again")
+    assert repro[:3] == ["qconform", "repro", r["failure_file"]] and f"--target={sel}" in repro
+    again = qconform_cli(*repro[1:])
+    assert again.returncode == 1 and again.stdout.startswith("STILL FAILS"), again.stdout + again.stderr
+    from suite.harness.repro import pytest_command   # its pytest form judges it as the run did too
+    judged = json.loads(open(r["failure_file"]).read())["judged"]
+    form = [a for a in shlex.split(pytest_command(judged, r["failure_file"]))[1:] if not a.startswith("--report-dir")]
+    again, _ = run(*form, report_dir=tmp_path / "again")
     assert again.returncode == 1 and "1 failed" in again.stdout, again.stdout + again.stderr
     # and a rerun of the failure file under a laxer setting is refused for this target too
     lax, _ = run(f"--target={sel}", f"--case-file={r['failure_file']}", "--scheme=tflite-ref-single",
