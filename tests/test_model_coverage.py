@@ -152,3 +152,13 @@ def test_scheme_stack_is_kept_in_the_narrowest_type_with_the_same_counts():
     np.testing.assert_array_equal(mat.astype(np.int64), wide)
     assert causes._stack_dtype([Tensor("float32", (2,))]) == np.int32
     assert causes._stack_dtype([Tensor("int32", (2,), None, [1.0], [0], 0)]) == np.int32
+
+
+def test_a_model_run_runs_its_targets_one_after_another(tmp_path, pytester):
+    """The memory of a --model run: each target's cases together (its worker then ends: Run.sequential),
+    not the targets interleaved op by op with every runtime's worker busy at once."""
+    model = model_zoo.uint8_io_cut_tflite(tmp_path / "cut.tflite")
+    proc, rd = run_inprocess(pytester, f"--model={model}", "--target=tflite-ref,ref")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    order = [json.loads(line)["target"] for line in (rd / "results.jsonl").read_text().splitlines() if line.strip()]
+    assert order and [t for i, t in enumerate(order) if i == 0 or t != order[i - 1]] == ["tflite-ref", "ref"]
