@@ -24,6 +24,9 @@ from suite.core.userfile import read_bytes
 
 from . import onnx as onnx_harvest
 from . import tflite as tflite_harvest
+from .runner import can_run, run_model   # (a child process: the runtime's crash is not the harvest's)
+from .verdicts import model_feeds as in_model_layout
+from .verdicts import to_graph_layout
 
 COVERAGE = "coverage.md"   # (not *.json: --case-file DIR reads every *.json)
 
@@ -87,9 +90,6 @@ def capture_cuts(graph: Graph, inputs, seed: int) -> dict[str, np.ndarray]:
     feeds = model_feeds(graph, inputs, seed, k)
     if not graph.cuts:
         return feeds
-    from .runner import can_run, run_model   # (the runner's child process: a crash is not the harvest's)
-    from .verdicts import model_feeds as in_model_layout, to_graph_layout
-
     target = CAPTURE[graph.format]
     why = can_run(graph.format, target, graph.form)
     got: dict[str, np.ndarray] = {}
