@@ -18,6 +18,7 @@ import pytest
 from suite.cases.generate import generate
 from suite.harness.folder import RunFolder, new_run_id
 from suite.harness.isolation import InProcess, Isolated, executor_for, spec_of
+from suite.harness.judge import MEMO_BYTES_SEQUENTIAL
 from suite.harness.options import checked
 from suite.harness.run import Run
 from targets.base import Outcome, Timing, check_outcome, check_outcomes
@@ -345,6 +346,7 @@ def test_sequential_run_keeps_one_target_worker_at_a_time(tmp_path, monkeypatch)
               folder.path.name, sequential=True)
     try:
         ex_a, ex_b = run.executors[a.name], run.executors[b.name]
+        assert run.goldens.memo_bytes == MEMO_BYTES_SEQUENTIAL   # (a case's goldens come back a whole model later)
         run.plan([(c, t) for t in (a.name, b.name) for c in cases], lazy=True)
         assert run.verdict(cases[0], a.name).status.value == "pass"
         assert ex_a.worker is not None and not ex_b._sent   # a runs; nothing handed to b yet

@@ -26,7 +26,7 @@ from targets.base import Timing
 
 from .folder import RunFolder
 from .isolation import executor_for
-from .judge import Goldens, Judge
+from .judge import MEMO_BYTES, MEMO_BYTES_SEQUENTIAL, Goldens, Judge
 from .judge import _digest as out_digest   # the rows' out_digest, so an outside witness's agrees
 from .options import RunOptions
 from .repro import JUDGED, digest_of, judged_section, repro_command
@@ -51,7 +51,7 @@ class Run:
         self.targets = targets
         # native targets' worker processes start now: they import their runtimes meanwhile
         self.executors = {n: executor_for(t, opts.isolation, opts.timeout, opts.ahead) for n, t in targets.items()}
-        self.goldens = Goldens(golden_store)
+        self.goldens = Goldens(golden_store, MEMO_BYTES_SEQUENTIAL if sequential else MEMO_BYTES)
         self.judge = Judge(scheme=opts.scheme, policy=self.policy, waivers=self.waivers, goldens=self.goldens,
                            run_id=run_id, seed=opts.seed, worker=worker)
         self.timing = Timing(warmup=opts.warmup, repeats=opts.repeats)
