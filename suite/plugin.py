@@ -403,12 +403,15 @@ class QconformSession:
         self.group_rows = GroupRows()   # ---- group verdicts as tests (suite/harness/groups.py)
         if self.resumed is not None:
             self.group_rows.preload(self.folder.path, self.run_id, self.resumed.offset)
+        # a --model run in one process: its targets one after another (Run.sequential)
+        self.sequential = bool(o.model) and not self.distributed and self.worker_input is None
         try:
             if not self.distributed and not _runs_no_tests(o):
                 store = GoldenStore(Path(self.opts.golden_cache)) if self.opts.golden_cache else None
                 self.run = Run(self.opts, self.folder, self.targets, self.run_id, store,
                                worker=(self.worker_input or {}).get("workerid"), policy=policy, waivers=waivers,
-                               tolerance=(str(self.folder.path / TOLERANCE_COPY), self.tolerance_digest))
+                               tolerance=(str(self.folder.path / TOLERANCE_COPY), self.tolerance_digest),
+                               sequential=self.sequential)
             if self.controller:
                 self._write_run_info()
         except BaseException:   # no session: what was started ends now
@@ -565,6 +568,9 @@ class QconformSession:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items):
         _ops_together(items)
+        if self.sequential:   # each target's tests together, in the targets' order (then by op)
+            rank = {n: i for i, n in enumerate(self.targets)}
+            items.sort(key=lambda it: rank.get(getattr(it.cls, "target", None), len(rank)))
         after_their_cases(items)
         _no_verdict_reruns(config, items)
         items.sort(key=lambda item: item.name == "test_hunt")   # the hunts after every case (a stable sort)
@@ -613,7 +619,7 @@ class QconformSession:
             self._doc["planned"] = self.planned
             write_run_info(self.folder.path, self._doc)
         if self.run is not None:   # (an xdist worker runs only the groups it is given: each when asked)
-            self.run.plan(pairs, lazy=not self.controller)
+            self.run.plan(pairs, lazy=not self.controller or self.sequential)
         _settle_gc()
         self._frozen = True
 

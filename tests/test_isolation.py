@@ -18,12 +18,13 @@ import pytest
 from suite.cases.generate import generate
 from suite.harness.folder import RunFolder, new_run_id
 from suite.harness.isolation import InProcess, Isolated, executor_for, spec_of
+from suite.harness.judge import MEMO_BYTES_SEQUENTIAL
 from suite.harness.options import checked
 from suite.harness.run import Run
 from targets.base import Outcome, Timing, check_outcome, check_outcomes
 from tests.conftest import ROOT
 from tests.conftest import rows_written as _rows
-from tests.fault_targets import EXPECTED, BatchedFaulty, Faulty, InProcessFaulty
+from tests.fault_targets import EXPECTED, BatchedFaulty, Faulty, InProcessFaulty, OtherBatchedFaulty
 from tests.inprocess import run_inprocess
 
 TIMING = Timing(warmup=0, repeats=1)
@@ -331,3 +332,31 @@ def test_isolation_and_timeout_options_are_checked(pytester):
     for bad in ("0", "-1", "inf", "nan"):
         proc, _ = run_inprocess(pytester, "--target=ref", "--ops", "ADD", "--case-timeout", bad)
         assert proc.returncode == 4 and "--case-timeout" in proc.stderr and "Traceback" not in proc.stderr, bad
+
+
+def test_sequential_run_keeps_one_target_worker_at_a_time(tmp_path, monkeypatch):
+    """A --model run (Run(sequential=True)): its targets run one after another, and a target's worker
+    ends when the target has nothing left to run, so the runtimes' working memory is not held side
+    by side (#29: 8 targets' workers were 750 MB of efficientnet_lite0's 1.1 GB run)."""
+    monkeypatch.setenv("QCONFORM_FAULTS", "{}")
+    cases = sorted(generate(["ADD"], 2, 0), key=lambda c: c.id)[:2]
+    a, b = BatchedFaulty(), OtherBatchedFaulty()
+    folder = RunFolder.create(tmp_path / "rep", new_run_id())
+    run = Run(checked(targets=[a.name, b.name], latency_cases=0, batch_size=1), folder, {a.name: a, b.name: b},
+              folder.path.name, sequential=True)
+    try:
+        ex_a, ex_b = run.executors[a.name], run.executors[b.name]
+        assert run.goldens.memo_bytes == MEMO_BYTES_SEQUENTIAL   # (a case's goldens come back a whole model later)
+        run.plan([(c, t) for t in (a.name, b.name) for c in cases], lazy=True)
+        assert run.verdict(cases[0], a.name).status.value == "pass"
+        assert ex_a.worker is not None and not ex_b._sent   # a runs; nothing handed to b yet
+        proc = ex_a.worker.proc
+        assert run.verdict(cases[1], a.name).status.value == "pass"
+        assert ex_a.worker is None and proc.poll() is not None   # a has nothing left: its worker ended
+        assert [run.verdict(c, b.name).status.value for c in cases] == ["pass", "pass"]
+        assert ex_b.worker is None
+        # a case asked for again (a group test's missing case): a new worker, ended after it
+        run.plan([(cases[0], a.name)])
+        assert run.verdict(cases[0], a.name).status.value == "pass" and ex_a.worker is None
+    finally:
+        run.close()

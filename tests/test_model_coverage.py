@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -15,7 +16,8 @@ from reference.registry import golden
 from suite.core.case import Case, Tensor
 from suite.core.errors import QconformError
 from suite.core.spec import check_case
-from suite.models.harvest import coverage_text, harvest_model, parse_inputs
+from reference.graph import run_graph
+from suite.models.harvest import case_source, coverage_text, harvest_model, model_feeds, parse_inputs, write_cases
 from suite.models.verdicts import model_verdict
 from targets import get_target
 from targets.base import Timing
@@ -59,11 +61,21 @@ def test_an_op_not_covered_costs_one_layer_and_the_verdict_names_it(tmp_path, py
     assert [ly.op for ly in g.layers] == ["QUANTIZE", "CONV_2D", "CONV_2D", "QUANTIZE"]
     assert g.layers[0].case.inputs[0].dtype == "uint8" and g.layers[-1].case.outputs[0].dtype == "uint8"
     assert g.not_covered == {"ABS": ["op2:ABS: not in the litert-int8 spec table"]}
-    assert list(g.cuts) == ["abs"]   # the CONV_2D after ABS is fed seeded data in ABS's output quantization
-    assert "- abs: the output of op2:ABS, not covered" in coverage_text(g)   # (qconform harvest's coverage.md)
+    assert list(g.cuts) == ["abs"]   # the CONV_2D after ABS: a case on the activations tflite-ref had at ABS
+    assert ("- abs: the output of op2:ABS, not covered (not in the litert-int8 spec table); data captured on "
+            "tflite-ref") in coverage_text(g)
     x = g.layers[2].case.inputs[0]
     assert (x.scale, x.zero_point) == ([float(np.float32(0.2))], [-128])
-    assert int(x.data.max()) - int(x.data.min()) > 200   # (seeded over the codes, not ABS's golden: it has none)
+    # ABS of the golden's op1 output, by hand in reals: the captured activations, not seeded codes
+    c1 = run_graph(g, model_feeds(g, None, 0))["c1"].astype(np.int64)
+    want = np.clip(np.round(np.abs(0.25 * (c1 + 3)) / 0.2) - 128, -128, 127)
+    assert np.abs(x.data.astype(np.int64) - want).max() <= 1 and x.data.max() < 60
+    src = case_source(g, g.layers[2])["inputs"]
+    assert src == [{"input": 0, "tensor": "abs", "data": "captured on tflite-ref: the whole model on the harvest's "
+                    "inputs (seed 0)"}]
+    (path,) = [p for p in write_cases(g, tmp_path / "cases") if "op3" in json.loads(p.read_text())["source"]["node"]]
+    assert json.loads(path.read_text())["source"]["inputs"] == src   # the case file says where its inputs came from
+    assert harvest_model(model).layers[2].case.digest() == g.layers[2].case.digest()   # (deterministic)
     proc, rd = run_inprocess(pytester, f"--model={model}", "--target=tflite-ref", "--model-inputs=3")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (m,) = _csv(rd / "models.csv")
@@ -92,6 +104,8 @@ def test_streaming_model_state_is_fed_and_every_quantized_layer_checked(pytester
     assert {op: len(v) for op, v in g.not_covered.items()} == state   # nothing else: 42 of 42 quantized ops
     assert len({ly.index for ly in g.layers}) == 61 - sum(state.values()) and g.stateful and g.invocations == 4
     assert len(g.cuts) == 6 and all(why.startswith("state ") for why in g.cuts.values())
+    # the state the layers read: tflite-ref's after 4 invocations (real activations), not seeded codes
+    assert all(d.startswith("captured on tflite-ref") and "invocation 4 of 4" in d for d in g.cut_inputs.values())
     split = [ly for ly in g.layers if ly.model_op == "SPLIT_V"]
     assert len(split) == 6 and {ly.op for ly in split} == {"SLICE"}
     proc, rd = run_inprocess(pytester, f"--model={model}", "--target=tflite-ref")
@@ -138,3 +152,13 @@ def test_scheme_stack_is_kept_in_the_narrowest_type_with_the_same_counts():
     np.testing.assert_array_equal(mat.astype(np.int64), wide)
     assert causes._stack_dtype([Tensor("float32", (2,))]) == np.int32
     assert causes._stack_dtype([Tensor("int32", (2,), None, [1.0], [0], 0)]) == np.int32
+
+
+def test_a_model_run_runs_its_targets_one_after_another(tmp_path, pytester):
+    """The memory of a --model run: each target's cases together (its worker then ends: Run.sequential),
+    not the targets interleaved op by op with every runtime's worker busy at once."""
+    model = model_zoo.uint8_io_cut_tflite(tmp_path / "cut.tflite")
+    proc, rd = run_inprocess(pytester, f"--model={model}", "--target=tflite-ref,ref")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    order = [json.loads(line)["target"] for line in (rd / "results.jsonl").read_text().splitlines() if line.strip()]
+    assert order and [t for i, t in enumerate(order) if i == 0 or t != order[i - 1]] == ["tflite-ref", "ref"]

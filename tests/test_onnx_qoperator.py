@@ -407,3 +407,32 @@ def test_pytest_model_runs_the_real_qoperator_model_on_ort(cls_qop, pytester):
     assert row["whole_model"] == "ran" and row["layers"] == "146" and row["verdict"] == "pass", row
     assert len(layers) == 146 and all(r["source"] == "model" and r["status"] in ("exact", "within-tolerance")
                                       for r in layers)
+
+
+def test_a_cut_in_an_onnx_model_is_fed_what_ort_computed_there(tmp_path):
+    """#29: the QLinearConv after a Pad on the codes (not covered): its case's input is the Pad's
+    output as ONNX Runtime computed it in the whole model (border at the zero point, the inside
+    the golden's first convolution), in the graph's NHWC layout; the case says so."""
+    rng = np.random.default_rng(0)
+    xs, xz = nh.from_array(np.array(0.02, np.float32), "xs"), nh.from_array(np.array(3, np.int8), "xz")
+    w = nh.from_array(rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8), "w")
+    ws, wz = nh.from_array(np.full(4, 0.01, np.float32), "ws"), nh.from_array(np.zeros(4, np.int8), "wz")
+    ys, yz = nh.from_array(np.array(0.05, np.float32), "ys"), nh.from_array(np.array(-7, np.int8), "yz")
+    w2 = nh.from_array(rng.integers(-127, 128, (4, 4, 1, 1)).astype(np.int8), "w2")
+    pads = nh.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")
+    nodes = [h.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             h.make_node("QLinearConv", ["xq", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["c"]),
+             h.make_node("Pad", ["c", "pads", "yz"], ["p"]),
+             h.make_node("QLinearConv", ["p", "ys", "yz", "w2", "ws", "wz", "ys", "yz"], ["d"]),
+             h.make_node("DequantizeLinear", ["d", "ys", "yz"], ["y"])]
+    g = h.make_graph(nodes, "cut", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 6, 6])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 4, 6, 6])], [xs, xz, w, ws, wz, ys, yz, w2, pads])
+    p = tmp_path / "cut.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]), str(p))
+    graph = harvest_model(p, scheme=SCHEME)
+    assert list(graph.not_covered) == ["Pad"] and list(graph.cuts) == ["p"]
+    assert graph.cut_inputs["p"] == "captured on ort: the whole model on the harvest's inputs (seed 0)"
+    x = graph.layers[-1].case.inputs[0].data.astype(np.int64)   # NHWC
+    c = run_graph(graph, model_feeds(graph, None, 0), SCHEME)["c"].astype(np.int64)
+    assert (x[:, 0] == -7).all() and (x[:, -1] == -7).all() and (x[:, :, 0] == -7).all() and (x[:, :, -1] == -7).all()
+    assert np.abs(x[:, 1:-1, 1:-1] - c).max() <= 1

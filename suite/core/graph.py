@@ -63,6 +63,8 @@ class Graph:
     #: read): tensor -> why; fed seeded data in their quantization (and, where a target runs the whole
     #: model, the target's own values of them), so one op not covered costs one layer
     cuts: dict[str, str] = field(default_factory=dict)
+    #: cut -> where the harvest's data of it came from (captured on a reference runtime, or seeded)
+    cut_inputs: dict[str, str] = field(default_factory=dict)
     stateful: bool = False          # state variables: the whole model runs over several invocations
     operators: int = 0              # the model's operators (subgraph 0 / graph nodes); 0: not counted
     invocations: int = 1            # --model-inputs N: the whole model on N seeded inputs per target

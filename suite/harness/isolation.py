@@ -63,12 +63,12 @@ def spec_of(target) -> dict[str, Any] | None:
 
 
 def executor_for(target, isolation: str = "process", timeout: float = 60.0,
-                 ahead: int = AHEAD) -> "InProcess | Isolated":
+                 ahead: int = AHEAD, start: bool = True) -> "InProcess | Isolated":
     """How ``target``'s batches run under ``--isolation``: a worker process for a native target
     that can be re-created there (``ahead`` batches handed to it before they are asked for),
-    else this process."""
+    else this process. ``start``: its worker starts now (else when first needed)."""
     if isolation == "process" and getattr(target, "isolate", True) and spec_of(target) is not None:
-        return Isolated(target, timeout, ahead)
+        return Isolated(target, timeout, ahead, start)
     return InProcess(target)
 
 
@@ -106,6 +106,9 @@ class InProcess:
             self.target.close()
         except Exception:
             pass
+
+    def release(self) -> None:
+        """(Isolated ends an idle worker; this process keeps its target.)"""
 
 
 #: a process group of the worker's own (killed whole), in this process's session (Python >= 3.11;
@@ -226,11 +229,12 @@ class Worker:
 class Isolated:
     """A target whose batches run in its worker process: one outcome per case, always."""
 
-    def __init__(self, target, timeout: float, ahead: int = AHEAD):
+    def __init__(self, target, timeout: float, ahead: int = AHEAD, start: bool = True):
         self.spec = spec_of(target)
         self.timeout = float(timeout)
         self.ahead = ahead
-        self.worker: Worker | None = Worker(self.spec)   # starts now: imports its runtime meanwhile
+        # starts now (imports its runtime meanwhile), or when first needed (_live)
+        self.worker: Worker | None = Worker(self.spec) if start else None
         self._versions: dict[str, str] | None = None
         self._todo: deque = deque()   # batches (cases, alone, timing) not yet in the worker
         self._sent: deque = deque()   # batches in the worker, in order
@@ -351,6 +355,13 @@ class Isolated:
         """One batch now (nothing else queued): its outcomes."""
         self.submit(cases, alone, timing)
         return self.next()[1]
+
+    def release(self) -> None:
+        """End the worker if it holds no batch and none waits (its memory back; a later batch
+        starts a new one, _live)."""
+        if self.worker is not None and not self._sent and not self._todo:
+            self.worker.close(graceful=True)
+            self.worker = None
 
     def close(self) -> None:
         """End the worker: gracefully when idle, killed when batches are still in it."""

@@ -34,14 +34,20 @@ from targets.device_runner import isa_flags
 #: at most (a real model's layers hold 10^5-10^6 elements each: goldens under every scheme, stacks)
 MEMO_CASES = 4096
 MEMO_BYTES = 128 << 20
+#: ... in a run whose targets come one after another (a --model run): a case's goldens come back
+#: only once the whole model has gone by on the target before, so a memo smaller than the model's
+#: goldens is of no use (least recently used in a cycle: every entry is gone when asked for again),
+#: while they come back from the golden store on disk; the memo then holds about one op's cases
+MEMO_BYTES_SEQUENTIAL = 32 << 20
 
 
 class Goldens:
     """Each case's goldens, computed once: kept for the operator being judged (its cases' other
     targets), and in ``store`` between runs."""
 
-    def __init__(self, store=None):
+    def __init__(self, store=None, memo_bytes: int = MEMO_BYTES):
         self.store = store
+        self.memo_bytes = memo_bytes
         self._op: str | None = None
         self._cases: dict[int, tuple[Case, str, dict, dict]] = {}   # id(case) -> (case, digest, goldens, stacks)
         # digest -> (goldens, stacks), the last MEMO_CASES cases: each target's rows bring their own
@@ -65,7 +71,7 @@ class Goldens:
                 stored = self.store.get(digest) if self.store is not None else None
                 shared = self._digests[digest] = (dict(stored or {}), {})
                 self._last = digest
-                while len(self._digests) > MEMO_CASES or (self._bytes > MEMO_BYTES and len(self._digests) > 1):
+                while len(self._digests) > MEMO_CASES or (self._bytes > self.memo_bytes and len(self._digests) > 1):
                     old, _ = self._digests.popitem(last=False)
                     self._bytes -= self._sizes.pop(old, 0)
             else:

@@ -26,7 +26,7 @@ from targets.base import Timing
 
 from .folder import RunFolder
 from .isolation import executor_for
-from .judge import Goldens, Judge
+from .judge import MEMO_BYTES, MEMO_BYTES_SEQUENTIAL, Goldens, Judge
 from .judge import _digest as out_digest   # the rows' out_digest, so an outside witness's agrees
 from .options import RunOptions
 from .repro import JUDGED, digest_of, judged_section, repro_command
@@ -36,8 +36,13 @@ from .witnesses import Outside, not_run_text
 class Run:
     def __init__(self, opts: RunOptions, folder: RunFolder, targets: dict, run_id: str,
                  golden_store=None, worker: str | None = None, policy=None, waivers=None,
-                 tolerance: tuple[str, str] | None = None):
+                 tolerance: tuple[str, str] | None = None, sequential: bool = False):
         self.opts, self.folder, self.run_id = opts, folder, run_id
+        # one target at a time (a --model run: its tests ordered target by target, planned lazily):
+        # a target's worker ends when the target has nothing left to run, so the runtimes' working
+        # memory (compiled models, buffers) is not held side by side; the workers still start
+        # together (their imports overlap; an idle one holds 20-45 MB)
+        self.sequential = sequential
         # the policy as its failures will name it: the run folder's copy and its SHA-256 (suite/harness/repro.py)
         self.tolerance = tolerance or (str(opts.tolerance_file or DEFAULT_FILE),
                                        digest_of(opts.tolerance_file or DEFAULT_FILE))
@@ -46,7 +51,7 @@ class Run:
         self.targets = targets
         # native targets' worker processes start now: they import their runtimes meanwhile
         self.executors = {n: executor_for(t, opts.isolation, opts.timeout, opts.ahead) for n, t in targets.items()}
-        self.goldens = Goldens(golden_store)
+        self.goldens = Goldens(golden_store, MEMO_BYTES_SEQUENTIAL if sequential else MEMO_BYTES)
         self.judge = Judge(scheme=opts.scheme, policy=self.policy, waivers=self.waivers, goldens=self.goldens,
                            run_id=run_id, seed=opts.seed, worker=worker)
         self.timing = Timing(warmup=opts.warmup, repeats=opts.repeats)
@@ -70,6 +75,12 @@ class Run:
         if target not in self._versions:
             self._versions[target] = self.executors[target].versions()
         return self._versions[target]
+
+    def _release(self, target: str) -> None:
+        """(sequential) End ``target``'s worker when nothing of it is planned, queued or running."""
+        if (self.sequential and not self._queued[target] and not any(t == target for t, _ in self._groups)
+                and target in self.executors):
+            self.executors[target].release()
 
     def plan(self, pairs, lazy: bool = False) -> None:
         """Queue the (case, target) pairs this process's tests will ask for, in their order, as
@@ -128,6 +139,7 @@ class Run:
             except Exception as e:
                 self._verdicts[(target, c.id)] = e
             self.stats["judge_s"] += time.perf_counter() - t1
+        self._release(target)
 
     def _judged(self, case: Case, target: str, o, versions, batch: list[Case] = ()) -> Verdict:
         v, failure = self.judge(case, target, o, versions)

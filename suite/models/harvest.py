@@ -24,6 +24,9 @@ from suite.core.userfile import read_bytes
 
 from . import onnx as onnx_harvest
 from . import tflite as tflite_harvest
+from .runner import can_run, run_model   # (a child process: the runtime's crash is not the harvest's)
+from .verdicts import model_feeds as in_model_layout
+from .verdicts import to_graph_layout
 
 COVERAGE = "coverage.md"   # (not *.json: --case-file DIR reads every *.json)
 
@@ -65,8 +68,53 @@ def harvest_model(path: str | Path, inputs: str | Path | None = None, seed: int 
                             rule="model files end in .tflite or .onnx")
     find_cuts(graph)
     graph.invocations = n or (STATEFUL_INVOCATIONS if graph.stateful else 1)
-    fill(graph, model_feeds(graph, inputs, seed), scheme)
+    fill(graph, capture_cuts(graph, inputs, seed), scheme)
     return graph
+
+
+#: the runtime whose whole-model run gives the cuts' activations: LiteRT's reference kernels (no
+#: XNNPACK, one kernel per op, deterministic), ONNX Runtime's CPU provider
+CAPTURE = {"tflite": "tflite-ref", "onnx": "ort"}
+CAPTURE_TIMEOUT = 600.0
+
+
+def capture_cuts(graph: Graph, inputs, seed: int) -> dict[str, np.ndarray]:
+    """The harvest's feeds: the graph inputs and, at each cut, the activations a reference runtime's
+    run of the whole model had there (``CAPTURE``: the golden cannot compute a cut, an op it does
+    not cover or a state read), so the layers after a cut are cases on real data. A stateless model:
+    one run on the harvest's inputs. A stateful one: ``graph.invocations`` runs in order (its state
+    carried), the last one's inputs and state read (at the first, the state is its initial value).
+    Where the runtime cannot run the model, the cuts keep their seeded data; ``graph.cut_inputs``
+    says for each cut where its data came from (written into each case reading it)."""
+    k = graph.invocations - 1 if graph.stateful else 0
+    feeds = model_feeds(graph, inputs, seed, k)
+    if not graph.cuts:
+        return feeds
+    target = CAPTURE[graph.format]
+    why = can_run(graph.format, target, graph.form)
+    got: dict[str, np.ndarray] = {}
+    if why is None:
+        sets = [model_feeds(graph, inputs, seed, j) for j in range(k)] + [feeds]
+        last = len(sets) - 1
+
+        def keep(j: int, tensors: dict) -> None:
+            if j == last:
+                got.update(to_graph_layout(graph, {t: v for t, v in tensors.items() if t in graph.cuts}))
+
+        _, why = run_model(graph.path, target, [in_model_layout(graph, f) for f in sets], list(graph.cuts), {},
+                           CAPTURE_TIMEOUT, keep)
+    where = (f"captured on {target}: the whole model on the harvest's inputs (seed {seed}"
+             + (f", invocation {k + 1} of {k + 1}, its state carried" if graph.stateful else "") + ")")
+    for t in graph.cuts:
+        spec = graph.specs[t]
+        v = got.get(t)
+        if why or v is None or tuple(np.shape(v)) != tuple(spec.shape) or np.asarray(v).dtype != DTYPES[spec.dtype].storage:
+            graph.cut_inputs[t] = (f"seeded (seed {seed}) over its codes: {target} " +
+                                   (f"did not run the whole model ({why})" if why else "did not give it"))
+            continue
+        feeds[t] = np.asarray(v)
+        graph.cut_inputs[t] = where
+    return feeds
 
 
 def find_cuts(graph: Graph) -> None:
@@ -178,8 +226,15 @@ def fill(graph: Graph, feeds: dict[str, np.ndarray], scheme=None) -> dict[str, n
 
 
 def case_source(graph: Graph, ly) -> dict:
-    return {"model": graph.name, "sha256": graph.digest, "node": ly.node, "layer": ly.index,
-            "model_op": ly.model_op}
+    """The case's origin; ``inputs``: where each input read at a cut got its data (a captured
+    activation or seeded codes); every other input is the graph golden's, from the model's inputs."""
+    src = {"model": graph.name, "sha256": graph.digest, "node": ly.node, "layer": ly.index,
+           "model_op": ly.model_op}
+    cut = [{"input": i, "tensor": t, "data": graph.cut_inputs.get(t, "seeded over its codes")}
+           for i, t in enumerate(ly.inputs) if t is not None and t in graph.cuts]
+    if cut:
+        src["inputs"] = cut
+    return src
 
 
 def write_cases(graph: Graph, out: str | Path) -> list[Path]:
@@ -214,6 +269,7 @@ def coverage_text(graph: Graph) -> str:
     for op, nodes in sorted(graph.not_covered.items()):
         lines += ["", f"{op} not covered:"] + [f"- {n}" for n in nodes]
     if graph.cuts:   # the layers after them are cases all the same
-        lines += ["", "Cuts (tensors no covered layer computes, fed seeded data in their quantization):"]
-        lines += [f"- {t}: {why}" for t, why in graph.cuts.items()]
+        lines += ["", "Cuts (tensors no covered layer computes; their data):"]
+        lines += [f"- {t}: {why}; data {graph.cut_inputs.get(t, 'seeded over its codes')}"
+                  for t, why in graph.cuts.items()]
     return "\n".join(lines) + "\n"
