@@ -167,10 +167,7 @@ class _Model:
         if dt is None:
             raise NotCovered(f"DequantizeLinear of {z.dtype} codes")
         if src in self.inits:
-            codes = np.asarray(self.inits[src])
-            qdim = axis % codes.ndim if s.size > 1 else 0
-            return ("qconst", codes, Tensor(dt, codes.shape, codes, [float(v) for v in s.ravel()],
-                                            [int(v) for v in z.ravel()], qdim))
+            return _qconst(np.asarray(self.inits[src]), dt, s, z, axis)
         if s.size > 1:
             raise NotCovered("a per-axis quantized activation")
         return ("act", src, Tensor(dt, self.graph_shape(src), None, [float(s.ravel()[0])], [int(z.ravel()[0])]))
@@ -538,10 +535,7 @@ class _Harvest:
             raise NotCovered("scale and zero point of different sizes")
         zs = np.broadcast_to(z, s.shape)
         if x in mdl.inits:
-            codes = np.asarray(mdl.inits[x])
-            qdim = axis % codes.ndim if s.size > 1 else 0
-            return ("qconst", codes, Tensor(dt, codes.shape, codes, [float(v) for v in s.ravel()],
-                                            [int(v) for v in zs.ravel()], qdim))
+            return _qconst(np.asarray(mdl.inits[x]), dt, s, zs, axis)
         if s.size > 1:
             raise NotCovered("a per-axis quantized activation")
         if have is None:
@@ -618,6 +612,14 @@ class _Harvest:
                           f"quantized and dequantized to float (DequantizeLinear of a constant), its activations "
                           f"and output are float: no quantized layer computes it")
 
+
+
+def _qconst(codes: np.ndarray, dt: str, s: np.ndarray, z: np.ndarray, axis: int) -> tuple:
+    """("qconst", codes, Tensor) of quantized constant codes (per-axis along ``axis`` where the
+    scale has more than one value)."""
+    qdim = axis % codes.ndim if s.size > 1 else 0
+    return ("qconst", codes, Tensor(dt, codes.shape, codes, [float(v) for v in s.ravel()],
+                                    [int(v) for v in z.ravel()], qdim))
 
 def _q_param(mdl: _Model, name: str, what: str, zdt: str = "uint8") -> np.ndarray:
     """A QOperator node's scale or zero point: a constant (else the quantization is not fixed)."""
