@@ -285,6 +285,15 @@ def verdict_line(t: dict[str, int]) -> str:
     return f"{head}; {t['findings']} known (findings), {t['waived']} waived"
 
 
+def case_counts(t: dict[str, int]) -> str:
+    """"1506 results: 1400 passed, 60 unsupported, 40 failing, 6 errors": every (case, target)'s
+    outcome counted, whatever pytest counts (one item per (op, target) by default: --item=group)."""
+    parts = [f"{t['passed']} passed"] + [f"{n} {what}" for n, what in (
+        (t["unsupported"], "unsupported"), (t["failed_new"] + t["failed_known"], "failing"),
+        (t["errors_new"] + t["errors_known"], "errors")) if n]
+    return f"{_n(t['cases'], 'result')}: {', '.join(parts)}"
+
+
 def certificate_failures(cert: dict | None) -> list[str]:
     """The certified (op, target)s that are non-conformant, each with its reason (reports/certify.py)."""
     return [f"{o.get('op')} ({o.get('spec')}) on {o.get('target')}: {o.get('reason') or 'see certificate.md'}"
@@ -442,6 +451,8 @@ def markdown_file(summary: list[dict], run_info: dict | None = None, new: list[d
     reports.crossdevice), then the whole table."""
     word, line = verdict(totals(summary), run_info, certificate)
     out = [f"# qconform summary\n\n**{word}: {line}**\n"]
+    if summary:
+        out.append(f"Cases: {case_counts(totals(summary))}.\n")
     where = machines(run_info)
     out += [f"- {_md(m)}" for m in where] + ([""] if where else [])
     out.append(since or since_section(None))   # new since the baseline, or that there is none (#22)

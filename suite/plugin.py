@@ -27,7 +27,7 @@ from reports.diff import run_folder
 from reports.junit import group_properties, group_repro
 from reports.results import iter_rows
 from reports.runinfo import now, run_info, write_run_info
-from reports.summary import compact_table, fit, terminal_verdict, to_text, totals, with_failures
+from reports.summary import case_counts, compact_table, fit, terminal_verdict, to_text, totals, with_failures
 from suite.cases.generate import generate, generator_ops
 from suite.core.case import Case
 from suite.core.errors import QconformError
@@ -150,12 +150,12 @@ def pytest_addoption(parser):
     g.addoption("--shard", default=None, metavar="K/N",
                 help="run the K-th of N shares of the (op, target) groups (the same split on every host, balanced "
                      "by cases); `qconform merge` makes one run of the N shards (see docs/devices.md)")
-    g.addoption("--item", default="case", choices=list(grouped.ITEM_MODES), dest="qc_item",
-                help="'case' (default): one pytest item per (case, target); 'group': one per (op, target), "
-                     "each case still judged, recorded and reported (terminal, JUnit, --lf) on its own "
-                     "(see docs/performance.md)")
+    g.addoption("--item", default="group", choices=list(grouped.ITEM_MODES), dest="qc_item",
+                help="'group' (default): one pytest item per (op, target), each case still judged, recorded and "
+                     "reported (terminal, JUnit, --lf) on its own; 'case': one per (case, target), for pytest's "
+                     "per-case hooks and -k on a case id (see docs/performance.md)")
     g.addoption("--case-id", action="append", default=[], metavar="ID[,ID]",
-                help="only these cases (repeatable or comma list; with --item=group, as -k selects with --item=case)")
+                help="only these cases (repeatable or comma list; -k selects ops and targets, or cases with --item=case)")
     g.addoption("--run-group", default=None, metavar="ID",
                 help="the id of the run a shard is part of (default: $QCONFORM_RUN_GROUP, else the CI's run id: "
                      "GITHUB_RUN_ID, CI_PIPELINE_ID, ...): `qconform merge` refuses shards of different groups")
@@ -851,6 +851,7 @@ class QconformSession:
             bad = bad or bool(models_bad) or bool(cert_bad)
             tr.write_line(f"qconform: " + (f"certificate NON-CONFORMANT: {'; '.join(cert_bad)}; " if cert_bad else "")
                           + line + (f"; {models_bad} (model, target) failing as a whole" if models_bad else "")
+                          + f"; {case_counts(t)}"
                           + (" (interrupted: the results so far)" if self.interrupted else "") + short,
                           red=bad or bool(short), green=not (bad or short), bold=True)
         elif self.interrupted or short:

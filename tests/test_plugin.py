@@ -31,14 +31,14 @@ def run(pytester):
 
 
 def test_ref_run_writes_results_and_summary(run):
-    proc, rd = run("--target=ref", "--ops", "ADD,MUL", "--cases-per-op", "4", "-k", "not qnn and not ties")
+    proc, rd = run("--target=ref", "--ops", "ADD,MUL", "--cases-per-op", "4")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    n = sum(1 for c in generate(["ADD", "MUL"], 4) if "qnn" not in c.id and "ties" not in c.id)   # (ref: no test_group)
-    proc.result.assert_outcomes(passed=n, deselected=proc.result.parseoutcomes()["deselected"])
-    # nothing failed: no table at the default verbosity, the verdict as the last qconform line
+    n = len(generate(["ADD", "MUL"], 4))
+    proc.result.assert_outcomes(passed=2)   # one item per (op, target) (ref: no test_group)
+    # nothing failed: no table at the default verbosity, the verdict as the last qconform line, every case counted
     assert "qconform: per-op x target summary" not in proc.stdout
     assert [ln for ln in proc.stdout.splitlines() if ln.startswith("qconform:")][-1] == \
-        "qconform: no new failures; 0 known (findings), 0 waived"
+        f"qconform: no new failures; 0 known (findings), 0 waived; {n} results: {n} passed"
     rows = _rows(rd)
     assert len(rows) == n and all(r["status"] == "pass" and r["bit_exact"] for r in rows)
     with open(rd / "summary.csv") as f:
@@ -88,11 +88,19 @@ def test_unknown_op_and_bad_numbers_are_usage_errors(run):
     assert proc.returncode == 4 and "--scheme" in proc.stderr and "not a kernel scheme" in proc.stderr
 
 
-def test_k_selects_one_case(run):
-    proc, rd = run("--target=ref", "--ops", "ADD", "--cases-per-op", "20", "-k", "ADD-sat_hi-001:ref")
+def test_k_selects_one_case_with_case_items(run):
+    proc, rd = run("--target=ref", "--ops", "ADD", "--cases-per-op", "20", "-k", "ADD-sat_hi-001:ref", "--item=case")
     assert proc.returncode == 0
     proc.result.assert_outcomes(passed=1, deselected=proc.result.parseoutcomes()["deselected"])
     assert [r["case_id"] for r in _rows(rd)] == ["ADD-sat_hi-001"]
+
+
+def test_k_selects_ops_and_targets(run):
+    target = "tests.helper_targets:GoldenTarget"
+    proc, rd = run(f"--target=ref,{target}", "--ops", "ADD,MUL", "--cases-per-op", "3", "-k", "MUL and not golden")
+    assert proc.returncode == 0, proc.stdout
+    assert {(r["op"], r["target"]) for r in _rows(rd)} == {("MUL", "ref")}
+    assert len(_rows(rd)) == len(generate(["MUL"], 3))
 
 
 #: what a row says about its case's mismatch (the rest: times, paths, the run id)
@@ -107,7 +115,9 @@ def test_failure_message_and_reproduction(run, tmp_path):
     failed = [r for r in rows if r["status"] == "fail"]
     assert failed and all(r["index"] % 2 == 1 for r in failed)
     assert all(r["status"] == "pass" for r in rows if r["index"] % 2 == 0)
-    proc.result.assert_outcomes(passed=len(rows) - len(failed) + 1, failed=len(failed))   # + test_group
+    proc.result.assert_outcomes(passed=2, failed=len(failed))   # test_cases, test_group; each failing case
+    assert [ln for ln in proc.stdout.splitlines() if ln.startswith("qconform:")][-1].endswith(
+        f"; {len(rows)} results: {len(rows) - len(failed)} passed, {len(failed)} failing")
     r = failed[0]
     assert r["first_index"] is not None and r["got"] - r["want"] in (-2, 2) and r["max_abs_lsb"] == 2
     # the message names the case id, first index, got vs want and the reproduction command
@@ -127,7 +137,7 @@ def test_failure_message_and_reproduction(run, tmp_path):
     assert repro[0] == "pytest" and repro[-1].startswith("--report-dir=")
     again, rd2 = run(*repro[1:-1], report_dir=tmp_path / "repro")
     assert again.returncode == 1, again.stdout + again.stderr
-    again.result.assert_outcomes(failed=1, passed=1)   # the case; its group of one case: no bias shown
+    again.result.assert_outcomes(failed=1, passed=2)   # the case; its test_cases and test_group (no bias shown)
     [r2] = _rows(rd2)
     assert {k: r2.get(k) for k in MISMATCH} == {k: r.get(k) for k in MISMATCH}
     assert r2["case_file"] == r["failure_file"]
@@ -136,8 +146,7 @@ def test_failure_message_and_reproduction(run, tmp_path):
 
 def test_unsupported_error_and_garbage_verdicts_are_distinct(run):
     refuses, raises, wrong = (f"tests.spine_targets:{c}" for c in ("Refuses", "Raises", "WrongShape"))
-    proc, rd = run(f"--target={refuses},{raises},{wrong}", "--ops", "ADD,MUL", "--cases-per-op", "2",
-                   "-k", "not qnn and not ties")
+    proc, rd = run(f"--target={refuses},{raises},{wrong}", "--ops", "ADD,MUL", "--cases-per-op", "2")
     assert proc.returncode == 1
     rows = _rows(rd)
     names = {refuses: "refuses", raises: "raises", wrong: "wrong-shape"}   # rows: each class's own name
@@ -147,12 +156,13 @@ def test_unsupported_error_and_garbage_verdicts_are_distinct(run):
     assert all("MUL is not implemented" in r["reason"] for r in by[refuses] if r["op"] == "MUL")
     assert {r["status"] for r in by[raises]} == {"error"} and "kernel exploded" in proc.stdout
     assert {r["status"] for r in by[wrong]} == {"error"} and all("shape" in r["reason"] for r in by[wrong])
-    n = {op: sum(1 for c in generate([op], 2) if "qnn" not in c.id and "ties" not in c.id) for op in ("ADD", "MUL")}
-    # (each (op, target)'s test_group ran the cases -k left out too, for its verdict: every case has its row)
-    assert all(len(by[t]) == len(generate(["ADD", "MUL"], 2)) for t in by)
-    # pass, skip and error, distinct in pytest's outcome too; the test_groups of raises and wrong-shape
-    # fail (their left-out cases error too), those of refuses pass
-    proc.result.assert_outcomes(passed=n["ADD"] + 2, skipped=n["MUL"], errors=2 * (n["ADD"] + n["MUL"]), failed=4)
+    n = {op: len(generate([op], 2)) for op in ("ADD", "MUL")}
+    assert all(len(by[t]) == n["ADD"] + n["MUL"] for t in by)
+    # pass, skip and error, distinct in pytest's outcome too: each unsupported case a skip, each error an
+    # error of its own; the passes in each (op, target)'s test_cases (6) beside its test_group (6)
+    proc.result.assert_outcomes(passed=12, skipped=n["MUL"], errors=2 * (n["ADD"] + n["MUL"]))
+    assert [ln for ln in proc.stdout.splitlines() if ln.startswith("qconform:")][-1].endswith(
+        f"; {len(rows)} results: {n['ADD']} passed, {n['MUL']} unsupported, {2 * (n['ADD'] + n['MUL'])} errors")
 
 
 def test_case_file_folder_run_and_bad_file(run, tmp_path):
@@ -191,7 +201,7 @@ def test_runxfail_shows_waived_failures_as_failures(run, tmp_path):
     args = (f"--target={target}", "--ops", "ADD", "--cases-per-op", "5", f"--waivers={waivers}")
     proc, rd = run(*args)
     assert sorted(r["case_id"] for r in _rows(rd) if r["status"] in ("fail", "waived")) == sorted(bad)
-    passed = len(ids) - len(bad) + 1   # + the (op, target)'s test_group (suite/harness/groups.py)
+    passed = 2   # the (op, target)'s test_cases and test_group (suite/harness/groups.py)
     proc.result.assert_outcomes(passed=passed, failed=len(bad) - 1, xfailed=1)
     # --runxfail: "report the results of xfail tests as if they were not marked"
     proc, _ = run(*args, "--runxfail")
