@@ -224,7 +224,7 @@ def test_half_up_kernel_is_named_and_fails_the_run_on_its_bias(run):
     proc, rd = run(HALF_UP, "--target=tests.bias_targets:HalfUpClaimsRef", GOLDEN, *ADD30, "--certify")
     assert proc.returncode == 1, proc.stdout[-3000:]
     # every case within tolerance; each (op, target) judged whole is a test too (suite/harness/groups.py)
-    proc.result.assert_outcomes(passed=3 * 36 + 1, failed=2)
+    proc.result.assert_outcomes(passed=3 + 1, failed=2)   # 3 (op, target)s' test_cases, golden's test_group
     assert {f"ADD:{t}::test_group" for t in ("half-up", "half-up-claims-ref")} == {
         ln.split(" ")[1].split("::", 1)[1] for ln in proc.stdout.splitlines() if ln.startswith("FAILED ")}
     s = _summary(rd)
@@ -263,7 +263,9 @@ def test_resumed_run_gives_the_verdict_of_an_uninterrupted_one(run):
     (rd / "results.jsonl").write_text("".join(lines[:5]))       # as if killed after 5 cases
     proc2, rd2 = run(f"--resume={rd}", HALF_UP)
     assert rd2 == rd and proc2.returncode == 1, proc2.stdout[-3000:]
-    proc2.result.assert_outcomes(passed=len(lines) - 5, deselected=5, failed=1)   # the bias: test_group
+    proc2.result.assert_outcomes(passed=1, failed=1)   # test_cases (the cases not recorded); the bias: test_group
+    assert [ln for ln in proc2.stdout.splitlines() if ln.startswith("qconform:")][-1].endswith(
+        f"; {len(lines)} results: {len(lines)} passed")   # the recorded cases counted too
     assert (rd / "summary.csv").read_text() == want
     # the group's test judged every case, the 5 recorded ones too: the uninterrupted run's words
     assert _group_failure(proc2) == _group_failure(proc) and "19024 elements" in _group_failure(proc)
@@ -295,13 +297,19 @@ def test_xdist_run_gives_the_verdict_of_a_single_process(run, run_suite, tmp_pat
 def test_a_group_is_judged_on_all_its_cases_even_those_not_selected(run):
     """-k leaving out cases (or --lf running only the group's test): the group's test runs them
     for its verdict (a subset that shows no bias shows nothing), and fails for those that fail."""
-    proc, rd = run(HALF_UP, *ADD30, "-k", "not sat_hi")
+    whole, rd = run(HALF_UP, *ADD30)
+    every = sorted(r["case_id"] for r in rows_written(rd))
+    assert len(every) == 36
+    proc, rd = run(HALF_UP, *ADD30, "-k", "not sat_hi", "--item=case")
     proc.result.assert_outcomes(passed=34, failed=1, deselected=2)     # 36 cases, 2 left out
-    assert _group_failure(proc) == next(ln for ln in run(HALF_UP, *ADD30)[0].stdout.splitlines()
-                                        if ln.startswith("ADD on half-up as a whole"))   # the verdict of all 36
+    assert _group_failure(proc) == _group_failure(whole)   # the verdict of all 36
     assert len(rows_written(rd)) == 36
+    # --case-id (one item per (op, target)): the same
+    proc, rd = run(HALF_UP, *ADD30, "--case-id=" + ",".join(c for c in every if "sat_hi" not in c))
+    proc.result.assert_outcomes(passed=1, failed=1)
+    assert _group_failure(proc) == _group_failure(whole) and len(rows_written(rd)) == 36
     proc, _ = run("--target=tests.spine_targets:OffByOne", *ADD30, "-k", "test_group")   # none of its cases
-    proc.result.assert_outcomes(failed=1, deselected=36)
+    proc.result.assert_outcomes(failed=1, deselected=1)   # (its test_cases)
     assert "of its cases not selected here fail: ADD-" in proc.stdout
 
 
@@ -328,5 +336,6 @@ def test_a_known_bias_is_the_group_tests_xfail(run, monkeypatch):
     monkeypatch.setattr(causes, "match", lambda op, t, v, status, **kw: f if f.matches(op, t, v, status) else None)
     proc, _ = run(HALF_UP, *ADD30, "-rx")
     assert proc.returncode == 0, proc.stdout[-3000:]
-    proc.result.assert_outcomes(passed=36, xfailed=1)
+    proc.result.assert_outcomes(passed=1, xfailed=1)   # test_cases (36 cases), test_group
+    assert [ln for ln in proc.stdout.splitlines() if ln.startswith("qconform:")][-1].endswith("; 36 results: 36 passed")
     assert "known finding known-half-up" in proc.stdout
