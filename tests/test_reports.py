@@ -303,11 +303,12 @@ def test_summary_md_opens_with_the_verdict_and_the_new_failures():
     lines = md.splitlines()
     assert lines[0] == "# qconform summary"
     assert lines[2] == "**FAIL: 2 new failures (1 fail, 1 error) in 1 (op, target); 3 known (findings), 1 waived**"
-    assert lines[4] == "## New since the baseline" and lines[6].startswith("No baseline given")   # (#22)
-    assert lines[8] == "## New failures"
-    cases = [ln.split(" | ")[0][2:] for ln in lines[12:14]]
+    assert lines[4] == "Cases: 7 results: 1 passed, 3 failing, 3 errors."   # every case's outcome
+    assert lines[6] == "## New since the baseline" and lines[8].startswith("No baseline given")   # (#22)
+    assert lines[10] == "## New failures"
+    cases = [ln.split(" | ")[0][2:] for ln in lines[14:16]]
     assert cases == ["ADD-a-001", "ADD-a-004"]
-    assert "out 0 [0, 3]: got 7, want 4 (+3 LSB, cause: unexplained)" in lines[12]
+    assert "out 0 [0, 3]: got 7, want 4 (+3 LSB, cause: unexplained)" in lines[14]
     assert md.index("## (op, target)s with new failures") < md.index("## Every (op, target)")
     assert md.split("## Every (op, target)")[1].count("| ADD | t |") == 1   # the whole table is there
 
@@ -325,7 +326,8 @@ def test_terminal_leads_with_new_failures(pytester, tmp_path):
                        f'reason = "known"\nversions = {{ helper = "1.*" }}\nexpires = 2099-12-31\n')
     args = ("--target=tests.helper_targets:WrongTarget", "--ops", "ADD,TANH", "--cases-per-op", "3",
             f"--waivers={waivers}")
-    last = "qconform: 2 new failures (2 fails, 0 errors) in 1 (op, target); 0 known (findings), 1 waived"
+    last = ("qconform: 2 new failures (2 fails, 0 errors) in 1 (op, target); 0 known (findings), 1 waived; "
+            "12 results: 9 passed, 3 failing")
     out = {}
     for flag in ("-q", "", "-v"):
         proc, _ = run_inprocess(pytester, *filter(None, [flag]), *args)
@@ -469,15 +471,21 @@ def test_report_command_needs_results(tmp_path, qconform_main):
     assert p.returncode == 2 and "results.jsonl" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_junit_xml_carries_properties(tmp_path, pytester):
+@pytest.mark.parametrize("mode", ["case", "group"])
+def test_junit_xml_carries_properties(tmp_path, pytester, mode):
     xml = tmp_path / "junit.xml"
-    proc, rd = run_inprocess(pytester, "--target=ref", "--ops", "ADD", "--cases-per-op", "2", f"--junitxml={xml}")
+    proc, rd = run_inprocess(pytester, "--target=ref", "--ops", "ADD", "--cases-per-op", "2", f"--junitxml={xml}",
+                             f"--item={mode}")
     assert proc.returncode == 0, proc.stdout[-2000:]
     rd = _folder(rd)
     text = xml.read_text()
     n = len(read_rows(rd))
-    assert n >= 2 and text.count("<testcase") == n
-    assert text.count('name="qconform.status" value="pass"') == n and 'name="qconform.max_abs_lsb"' in text
+    if mode == "case":   # a testcase per case, its row's properties
+        assert n >= 2 and text.count("<testcase") == n
+        assert text.count('name="qconform.status" value="pass"') == n and 'name="qconform.max_abs_lsb"' in text
+    else:   # one per (op, target), the cases it judged and passed (a case that does not pass: a testcase of its own)
+        assert n >= 2 and text.count("<testcase") == 1
+        assert f'name="qconform.cases" value="{n}"' in text and f'name="qconform.passed" value="{n}"' in text
     # the run's own properties, on the <testsuite> (suite/harness/junit.py), as run.json has them
     import xml.etree.ElementTree as ET
     info = json.loads((rd / "run.json").read_text())
@@ -498,7 +506,7 @@ def test_junit_time_is_what_each_case_cost(pytester, tmp_path, monkeypatch):
     monkeypatch.setenv("QCONFORM_SLOW_S", "0.05")
     xml = tmp_path / "junit.xml"
     proc, _ = run_inprocess(pytester, "--target=tests.slow_targets:Slow", "--ops", "ADD", "--cases-per-op", "4",
-                            "-k", "not qnn", "--ahead=0", f"--junitxml={xml}")
+                            "-k", "not qnn", "--ahead=0", f"--junitxml={xml}", "--item=case")   # (a testcase per case)
     assert proc.returncode == 0, proc.stdout[-2000:]
     times = [float(c.get("time")) for c in ET.parse(xml).getroot().iter("testcase") if c.get("name").startswith("test_case[")]
     assert len(times) == 4 and min(times) >= 0.05, times
