@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, rows_written
 from tests.inprocess import run_inprocess
 
 pytest_plugins = "pytester"
@@ -74,7 +74,8 @@ def test_written_cases_run_back_through_case_file(pytester, qconform_main, tmp_p
     proc, rd = run_inprocess(pytester, "--target=ref", f"--case-file={tmp_path / 'c'}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     n = len(list((tmp_path / "c").glob("*.golden.json")))
-    proc.result.assert_outcomes(passed=n)
+    proc.result.assert_outcomes(passed=1)   # one item for the (op, target)
+    assert f"; {n} results: {n} passed" in proc.stdout and len(rows_written(rd)) == n
     assert n >= 3 and (rd / "results.jsonl").exists()
 
 

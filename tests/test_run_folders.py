@@ -42,13 +42,14 @@ def test_two_runs_started_together_each_complete_in_its_own_folder(tmp_path):
     outs = [p.communicate(timeout=300) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, out + err
-    n = {int(re.search(r"(\d+) passed", out).group(1)) for out, _ in outs}
+    assert {int(re.findall(r"(\d+) passed", out)[-1]) for out, _ in outs} == {4}   # ADD's, MUL's test_cases, test_group
+    n = {int(re.search(r"; (\d+) results: (\d+) passed", out).group(2)) for out, _ in outs}   # every case
     assert len(n) == 1
     runs = _runs(report)
     assert len(runs) == 2
     for run in runs:
         rows = rows_written(run)
-        assert len(rows) + 2 in n and len({r["run_id"] for r in rows}) == 1   # + ADD's and MUL's test_group
+        assert len(rows) in n and len({r["run_id"] for r in rows}) == 1
         assert {r["status"] for r in rows} == {"pass"}
         assert (run / "summary.md").exists() and (run / "index.html").exists()
         assert json.loads((run / "run.json").read_text())["finished"]
@@ -62,9 +63,13 @@ def test_latest_moves_only_for_a_complete_unfiltered_run(pytester, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (report / "latest").resolve() == full.resolve()
     proc, part = run_inprocess(pytester, "--target=ref", "--ops", "ADD", "--cases-per-op", "3",
-                               "-k", "ADD-sat_hi-000", report_dir=report)
+                               "--case-id=ADD-sat_hi-000", report_dir=report)
     assert proc.returncode == 0 and part != full
-    assert (report / "latest").resolve() == full.resolve()   # a -k run is not the latest complete run
+    assert (report / "latest").resolve() == full.resolve()   # a run of some cases is not the latest complete run
+    proc, part = run_inprocess(pytester, "--target=ref", "--ops", "ADD,MUL", "--cases-per-op", "3", "-k", "MUL",
+                               report_dir=report)
+    assert proc.returncode == 0 and part != full
+    assert (report / "latest").resolve() == full.resolve()   # nor a -k run
     proc, stopped = run_inprocess(pytester, "--target=tests.spine_targets:OffByOne", "--ops", "ADD",
                                   "--cases-per-op", "4", "-x", report_dir=report)
     assert proc.returncode == 1
