@@ -20,7 +20,7 @@ from suite.harness.goldens import GoldenStore
 from targets.base import Outcome
 
 SCHEME = "tflite-ref-double"
-LABELS = ["cold", "default", "--item=group", "--ahead 0", "--golden-cache off", "no golden memo", "goldens cold",
+LABELS = ["cold", "default", "--item=case", "--ahead 0", "--golden-cache off", "no golden memo", "goldens cold",
           "goldens cold, no golden memo"]
 
 
@@ -122,7 +122,7 @@ def test_bench_command_prints_every_part(qconform_cli, tmp_path):
     assert suite["outcomes_identical"] and suite["mismatches"] == []
     runs = [run for r in rows for run in r["runs"]]
     assert len(runs) == len(LABELS) and all(len(r["runs"]) == 1 for r in rows)
-    # (--item=group: pytest counts its items, one per (op, target); run.json counts the same rows)
+    # (--item=case: pytest counts its items, one per case; run.json counts the same rows)
     assert len({run["outcome"] for run in runs if "--item" not in run["command"]}) == 1 and "passed" in runs[0]["outcome"]
     assert len({json.dumps(run["counts"], sort_keys=True) for run in runs}) == 1 and runs[0]["counts"]
     assert all(run["exit_status"] in (0, 1) for run in runs)

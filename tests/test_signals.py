@@ -52,7 +52,7 @@ SEEN = []
 
 def pytest_runtest_setup(item):
     SEEN.append(item)
-    if MOMENT == "midrun" and len(SEEN) == 2:   # the first case judged, the second's batch to run
+    if MOMENT == "midrun" and len(SEEN) == 2:   # ADD's cases judged (one item per (op, target)), MUL's to run
         send(False)
 
 if MOMENT == "reports":
@@ -72,10 +72,10 @@ def _run(tmp_path, moment: str, signals: str):
     report = tmp_path / "reports"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]), "SIG_MOMENT": moment,
            "SIG_SIGNALS": signals, "QCONFORM_SLOW_S": "0.3"}   # (mid-run: the signals come mid-batch)
-    target = ["--target=tests.slow_targets:Slow", "--batch-size=2", "--latency-cases=0"] if moment == "midrun" \
-        else ["--target=ref"]
+    target = ["--target=tests.slow_targets:Slow", "--batch-size=2", "--latency-cases=0", "--ops", "ADD,MUL"] \
+        if moment == "midrun" else ["--target=ref", "--ops", "ADD"]
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "sigsend",
-                           f"--report-dir={report}", *target, "--ops", "ADD", "--cases-per-op", "6"],
+                           f"--report-dir={report}", *target, "--cases-per-op", "6"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     runs = sorted((report / "runs").iterdir())
     assert len(runs) == 1, proc.stdout + proc.stderr

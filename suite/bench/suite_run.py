@@ -10,9 +10,9 @@ QNN context cache and the golden store in this bench's temporary folder (``--cac
 variant one after the other (A B C D, A B C D, ...), so a load spike on a shared machine hits
 every variant alike, all on the caches the cold run filled (a nightly on the same machine):
 
-* ``default``: the default run;
-* ``--item=group``: one pytest item per (op, target) (suite/harness/items.py) instead of one per
-  case; its pytest counts differ (items), its run.json counts must not;
+* ``default``: the default run (one pytest item per (op, target): suite/harness/items.py);
+* ``--item=case``: one pytest item per (case, target) instead; its pytest counts differ (items),
+  its run.json counts must not;
 * ``--ahead 0``: each batch reaches its target's worker only when its first test asks
   (suite/harness/isolation.py), instead of ``--ahead 4`` batches queued before;
 * ``--golden-cache off``: no golden store, every golden computed in the run;
@@ -58,10 +58,10 @@ class Variant:
 
 DEFAULT = Variant("default")
 GOLDENS_COLD = Variant("goldens cold", golden_fresh=True)
-ITEM_GROUP = Variant("--item=group", ("--item", "group"))
+ITEM_CASE = Variant("--item=case", ("--item", "case"))
 VARIANTS = (
     DEFAULT,
-    ITEM_GROUP,
+    ITEM_CASE,
     Variant("--ahead 0", ("--ahead", "0")),
     Variant("--golden-cache off", golden_cache=False),
     Variant("no golden memo", ("-p", NO_MEMO_PLUGIN)),
@@ -218,7 +218,7 @@ def mismatches(rows: list[VariantRow]) -> list[str]:
     out = []
     for r in runs[1:]:
         diff = []
-        if r.outcome != ref.outcome and "--item" not in r.command:   # (--item=group: pytest counts items)
+        if r.outcome != ref.outcome and "--item" not in r.command:   # (--item=case: pytest counts items)
             diff.append(f"outcome {r.outcome!r}")
         if r.exit_status != ref.exit_status:
             diff.append(f"exit status {r.exit_status}")
