@@ -1,9 +1,10 @@
-"""The conformance tests users run: one test per (case, target), or with ``--item=group`` one per
-(op, target) whose cases are each reported on its own.
+"""The conformance tests users run: one test per (op, target) whose cases are each reported on their
+own (``--item=group``, the default), or with ``--item=case`` one per (case, target).
 
-The plugin (suite/plugin.py) makes one class per (op, target) from :class:`Conformance` and
-parametrizes its test_case with the op's cases; ids are ``<case id>:<target>`` (select with ``-k``,
-or ``--case-id``). With ``--item=group`` the class has test_cases instead (suite/harness/items.py).
+The plugin (suite/plugin.py) makes one class per (op, target) from :class:`Conformance`; its
+test_cases runs the group's cases (suite/harness/items.py). With ``--item=case`` it parametrizes
+test_case with the op's cases instead; ids are ``<case id>:<target>`` (select with ``-k``, or
+``--case-id`` in either mode).
 """
 
 import pytest
