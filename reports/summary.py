@@ -288,9 +288,10 @@ def verdict_line(t: dict[str, int]) -> str:
 def case_counts(t: dict[str, int]) -> str:
     """"1506 results: 1400 passed, 60 unsupported, 40 failing, 6 errors": every (case, target)'s
     outcome counted, whatever pytest counts (one item per (op, target) by default: --item=group)."""
+    errors = t["errors_new"] + t["errors_known"]
     parts = [f"{t['passed']} passed"] + [f"{n} {what}" for n, what in (
-        (t["unsupported"], "unsupported"), (t["failed_new"] + t["failed_known"], "failing"),
-        (t["errors_new"] + t["errors_known"], "errors")) if n]
+        (t["unsupported"], "unsupported"), (t["failed_new"] + t["failed_known"], "failing")) if n]
+    parts += [_n(errors, "error")] if errors else []
     return f"{_n(t['cases'], 'result')}: {', '.join(parts)}"
 
 

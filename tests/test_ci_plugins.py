@@ -44,16 +44,19 @@ def _run(tmp, name: str, *extra: str) -> tuple[subprocess.CompletedProcess, dict
     return proc, rows, tests
 
 
-def test_the_popular_plugins_switched_on_give_the_verdicts_of_a_plain_run(tmp_path):
+@pytest.mark.parametrize("mode", ["case", "group"])
+def test_the_popular_plugins_switched_on_give_the_verdicts_of_a_plain_run(tmp_path, mode):
+    """With one item per (op, target) (--item=group) too; Allure follows items, so its per-case
+    results need --item=case."""
     for _, module in PLUGINS:
         pytest.importorskip(module)
-    plain, rows, tests = _run(tmp_path, "plain")
+    plain, rows, tests = _run(tmp_path, "plain", f"--item={mode}")
     assert plain.returncode == 1, plain.stdout[-3000:] + plain.stderr[-3000:]
     flags = [a for name, _ in PLUGINS for a in ("-p", name)]
     on = ("--timeout=300", "--reruns=1", "--randomly-seed=12345", f"--html={tmp_path / 'r.html'}",
           f"--alluredir={tmp_path / 'allure'}", "--json-report", f"--json-report-file={tmp_path / 'r.json'}",
           "--cov=suite.commands", "--cov-report=")
-    both, rows2, tests2 = _run(tmp_path, "plugins", *flags, *on)
+    both, rows2, tests2 = _run(tmp_path, "plugins", *flags, *on, f"--item={mode}")
     assert both.returncode == 1, both.stdout[-3000:] + both.stderr[-3000:]
     assert rows2 == rows and tests2 == tests
     assert {t for t, k in tests.items() if k == "failure" and t.endswith("test_group")} == {
@@ -68,6 +71,9 @@ def test_the_popular_plugins_switched_on_give_the_verdicts_of_a_plain_run(tmp_pa
     assert props["qconform.op"] == "ADD" and props["qconform.target"] == "half-up"
     assert props["qconform.repro"].startswith("pytest --target=half-up --ops=ADD --seed=")
     assert "reproduce: pytest --target=half-up" in group.find("failure").get("message") + (group.find("failure").text or "")
+    assert json.loads((tmp_path / "r.json").read_text())["exitcode"] == 1
+    if mode == "group":   # (Allure: a result per item)
+        return
     # Allure: labels, attachments, and the case parameter as its id (not the repr of its arrays)
     results = [json.loads(f.read_text()) for f in (tmp_path / "allure").glob("*-result.json")]
     failing = [r for r in results if r["status"] == "failed" and "off-by-one" in r["name"]]
@@ -77,7 +83,6 @@ def test_the_popular_plugins_switched_on_give_the_verdicts_of_a_plain_run(tmp_pa
     assert {a["name"] for a in failing[0]["attachments"]} >= {"case, got and want", "reproduce"}
     params = [p["value"] for r in results for p in r.get("parameters", []) if p["name"] == "qc_case"]
     assert params and all(len(v) < 60 and "array" not in v for v in params)
-    assert json.loads((tmp_path / "r.json").read_text())["exitcode"] == 1
     # --reruns=1 ran no numeric verdict again (a fail, a bias): no row written twice
     assert len(rows_written(run_folder(tmp_path / "plugins"))) == len(rows_written(run_folder(tmp_path / "plain")))
     order = [(r["case_id"], r["target"]) for r in rows_written(run_folder(tmp_path / "plain"))]
@@ -107,13 +112,13 @@ def test_pytest_randomly_keeps_each_operators_tests_together(tmp_path):
 
 def test_reruns_never_run_a_numeric_verdict_again_but_a_crash_may(tmp_path):
     """pytest-rerunfailures --reruns=2: the mismatches (OffByOne) and the bias (HalfUp's test_group) are
-    judged once; the crashing case (Faulty, segv) is run three times."""
+    judged once; the crashing case (Faulty, segv) is run three times (a rerun is of an item: --item=case)."""
     pytest.importorskip("pytest_rerunfailures")
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", QCONFORM_FAULTS=json.dumps({"ADD-sat_lo-000": "segv"}))
     cmd = [sys.executable, "-m", "pytest", "-p", "qconform", "-p", "rerunfailures", "-p", "no:cacheprovider", "-q",
            "--reruns=2", "-rR", "--target=tests.spine_targets:OffByOne,tests.bias_targets:HalfUp,tests.fault_targets:Faulty",
-           "--ops", "ADD", "--cases-per-op", "15", f"--report-dir={tmp_path}"]
+           "--ops", "ADD", "--cases-per-op", "15", f"--report-dir={tmp_path}", "--item=case"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = rows_written(run_folder(tmp_path))

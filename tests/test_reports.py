@@ -223,6 +223,13 @@ def test_summary_counts_new_and_known_failures_in_columns_of_their_own():
     t = totals(table)
     assert verdict_line(t) == "2 new failures (1 fail, 1 error) in 1 (op, target); 3 known (findings), 1 waived"
     assert verdict_line(totals([mul])) == "no new failures; 1 known (findings), 0 waived"
+    from reports.summary import case_counts   # every (case, target)'s outcome, whatever pytest counts (items)
+    assert case_counts(t) == f"{t['cases']} results: {t['passed']} passed" + "".join(
+        f", {n} {w}" for n, w in ((t["unsupported"], "unsupported"), (t["failed_new"] + t["failed_known"], "failing"))
+        if n) + (f", {t['errors_new'] + t['errors_known']} error" + ("s" if t["errors_new"] + t["errors_known"] > 1 else "")
+                 if t["errors_new"] + t["errors_known"] else "")
+    assert case_counts({**t, "cases": 1, "passed": 0, "unsupported": 0, "failed_new": 0, "failed_known": 0,
+                        "errors_new": 1, "errors_known": 0}) == "1 result: 0 passed, 1 error"
 
 
 def test_verdict_is_never_a_pass_it_cannot_vouch_for():
