@@ -612,6 +612,11 @@ class QconformSession:
             self.stop.raise_pending()
 
     def pytest_collection_finish(self, session):
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if self.item_mode == "group" and self.config.option.keyword and not session.items and tr is not None:
+            tr.write_line("qconform: -k selected no (op, target): with one item per (op, target) (--item=group, the "
+                          "default) -k selects ops and targets; select cases with --case-id ID, or --item=case",
+                          yellow=True)
         pairs = [p for item in session.items for p in _pairs(item)]
         self._items_left = Counter(getattr(getattr(item, "cls", None), "op", None) for item in session.items)
         if self.controller and not self.distributed and self.run is not None:   # what a complete run writes: run.json says it from now

@@ -95,6 +95,12 @@ def test_k_selects_one_case_with_case_items(run):
     assert [r["case_id"] for r in _rows(rd)] == ["ADD-sat_hi-001"]
 
 
+def test_k_on_a_case_id_says_how_to_select_cases(run):
+    proc, _ = run("--target=ref", "--ops", "ADD", "--cases-per-op", "3", "-k", "ADD-sat_hi-001:ref")
+    assert proc.returncode == 5   # (pytest's: no test selected)
+    assert "-k selects ops and targets; select cases with --case-id ID, or --item=case" in proc.stdout
+
+
 def test_k_selects_ops_and_targets(run):
     target = "tests.helper_targets:GoldenTarget"
     proc, rd = run(f"--target=ref,{target}", "--ops", "ADD,MUL", "--cases-per-op", "3", "-k", "MUL and not golden")
