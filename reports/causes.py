@@ -349,6 +349,7 @@ class BiasTally:
         #: tie counts] over the mismatching elements (reports.causes.analyse): the bias's mechanism
         self.ties: dict[str, list] = {}
         self.isas: set = set()             # the rows' ISA flags (their CPU's; None: not recorded)
+        self.max_abs: dict[str, float] = {}   # dtype -> the largest |error| of a counted row, in LSB
 
     @property
     def isa(self) -> frozenset[str] | None:
@@ -366,6 +367,8 @@ class BiasTally:
         p[1] += int(row["elements"])
         p[2] += int(row["pos_err"])
         p[3] += int(row.get("neg_err") or 0)
+        dt = str(row.get("out_dtype"))
+        self.max_abs[dt] = max(self.max_abs.get(dt, 0.0), float(row.get("max_abs_lsb") or 0.0))
         t = self.ties.setdefault(str(row.get("out_dtype")), [0, 0, 0, 0])
         if row.get("tie_up") is not None:
             t[0] += int(row["tie_up"])
@@ -449,7 +452,10 @@ def judge_group(op: str, target: str, bias: BiasTally, schemes: SchemeTally, pol
             signs += sign if sign not in signs else ""
             mech = bias.mechanism(dtype, sign)
             why += f", {mech}" if mech else ""   # (not "; ": it separates a group's verdicts)
-            f = match(op, target, "*", f"bias{sign}", isa=bias.isa)
+            # a bias finding's region is the group's: its mean and largest error (a finding that
+            # explains a small bias of near-ties must not explain a larger one)
+            f = match(op, target, "*", f"bias{sign}", isa=bias.isa,
+                      params={"mean_err_lsb": s / n, "max_abs_lsb": bias.max_abs.get(dtype, 0.0)})
             out.append({"kind": "bias", "dtype": dtype, "text": f"{dtype} outputs biased {sign}: {why}",
                         "finding": f.id if f else None})
     cols: dict = {"bias": signs, "expected_scheme": expected, "expected_scheme_exact_pct": None,

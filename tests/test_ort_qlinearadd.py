@@ -50,8 +50,13 @@ def test_the_spec_rounds_the_sum_at_x_zero_point_up_mlas_down():
 
 
 def test_the_finding_explains_ort_add_bias_low_on_avx2():
-    assert match("ADD", "ort", "*", "bias-", isa=frozenset({"avx2", "fma"})).id == "ort-qlinearadd-scale-ratios"
-    assert match("ADD", "ort", "*", "bias+", isa=frozenset({"avx2", "fma"})) is None   # a bias upward is new
+    avx2, small = frozenset({"avx2", "fma"}), {"mean_err_lsb": -0.012, "max_abs_lsb": 1.0}   # the classifier's
+    assert match("ADD", "ort", "*", "bias-", isa=avx2, params=small).id == "ort-qlinearadd-scale-ratios"
+    assert match("ADD", "ort", "*", "bias+", isa=avx2, params=small) is None   # a bias upward is new
+    # its region is a small bias of 1-LSB near-ties: a larger one, or errors beyond 1 LSB, are new
+    assert match("ADD", "ort", "*", "bias-", isa=avx2, params={**small, "mean_err_lsb": -0.2}) is None
+    assert match("ADD", "ort", "*", "bias-", isa=avx2, params={**small, "max_abs_lsb": 2.0}) is None
+    assert match("ADD", "ort", "*", "bias-", isa=avx2) is None   # (no group: no region to hold)
 
 
 def test_onnx_runtime_gives_the_findings_value():

@@ -90,7 +90,7 @@ class Finding:
             return False
         if not self.holds_on(isa):
             return False
-        if self.where:   # (no params: a caller without a case, e.g. a whole group's bias: no match)
+        if self.where:   # (a case's params, or a group bias's mean_err_lsb and max_abs_lsb; none: no match)
             return params is not None and any(all(_holds(params.get(k), c) for k, c in w.items()) for w in self.where)
         return any(fnmatch.fnmatchcase(variant, p) for p in self.variant)
 
