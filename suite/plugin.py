@@ -545,7 +545,7 @@ class QconformSession:
         are run now: a subset that shows no bias would show nothing."""
         cases = [c for c in self._cases() if c.op == op]
         done = self.group_rows.case_ids(op, target)
-        missing = [c for c in cases if c.id not in done]
+        missing = [] if self.group_rows.judged(op, target) else [c for c in cases if c.id not in done]
         bad = []
         if missing and self.run is not None:
             self.run.plan([(c, target) for c in missing])

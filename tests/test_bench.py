@@ -140,6 +140,9 @@ def test_bench_command_prints_every_part(qconform_cli, tmp_path):
         assert r["runs"][0]["cost"]["rows"] == runs[0]["cost"]["rows"] > 0
     assert set(suite["own_s"]) == {"tflite-ref", "ort"} and all(x > 0 for x in suite["own_s"].values())
     assert set(suite["wall_over_own"]) == set(LABELS) and "wall / own time" in p.stdout
+    # the floor as the run plans the cases too (3 of each group alone): never below the batched one by much
+    assert set(suite["own_planned_s"]) == {"tflite-ref", "ort"} and set(suite["wall_over_own_planned"]) == set(LABELS)
+    assert "as the run plans them" in p.stdout
     for k in ("load_before", "load_after"):
         assert len(doc[k]) == 3
 
@@ -159,3 +162,21 @@ def test_bench_rejects_bad_numbers(qconform_main):
     assert p.returncode == 2 and "--workers" in p.stderr
     p = qconform_main("bench", "--suite", "--warm-runs", "0")
     assert p.returncode == 2 and "--warm-runs" in p.stderr
+
+
+def test_own_time_plans_a_group_as_the_run_does():
+    """suite/bench/throughput.py's plan of a group is Run._submit_group's: in case-id order, the first
+    latency cases alone (with the first batch), then batches."""
+    from types import SimpleNamespace
+    from suite.bench.throughput import _parts
+    cases = [SimpleNamespace(id=f"c{i:03d}") for i in range(10, 0, -1)]
+    parts = _parts(cases, 4, 3)
+    assert [([c.id for c in cs], alone) for cs, alone in parts] == [
+        (["c001", "c002", "c003", "c004", "c005", "c006", "c007"], 3), (["c008", "c009", "c010"], 0)]
+    assert [len(cs) for cs, alone in _parts(cases, 4, None)] == [4, 4, 2]
+    assert _parts(cases[:2], 4, 3) == [(sorted(cases[:2], key=lambda c: c.id), 2)]
+
+
+def test_suite_variants_can_be_chosen():
+    with pytest.raises(ValueError, match="unknown variant"):
+        suite_run.run_variants(only=["--no-such"], warm_runs=0)

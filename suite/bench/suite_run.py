@@ -167,9 +167,17 @@ def _median(xs):
 
 def run_variants(targets: str | None = None, workers: int = 0, cases_per_op: int | None = None,
                  ops: list[str] | None = None, warm_runs: int = 3, unbatched: bool = False,
-                 log=None, timeout: float = 3600) -> list[VariantRow]:
-    """The cold run, then ``warm_runs`` interleaved rounds of every variant (see the module)."""
+                 log=None, timeout: float = 3600, only: list[str] | None = None) -> list[VariantRow]:
+    """The cold run, then ``warm_runs`` interleaved rounds of every variant (see the module);
+    ``only``: these variants' labels (``default`` always, and a variant's baseline)."""
     variants = list(VARIANTS) + ([UNBATCHED] if unbatched else [])
+    if only is not None:
+        keep = {DEFAULT.label, *only}
+        keep |= {v.versus for v in variants if v.label in keep}
+        unknown = set(only) - {v.label for v in variants}
+        if unknown:
+            raise ValueError(f"unknown variant(s) {sorted(unknown)}; known: {[v.label for v in variants]}")
+        variants = [v for v in variants if v.label in keep]
     with tempfile.TemporaryDirectory(prefix="qconform-bench-suite-") as tmp:
         cache = Path(tmp) / "cache"
         env = bench_env(cache)
@@ -241,11 +249,14 @@ def table(rows: list[VariantRow]) -> str:
 
 
 def own_time(targets: list[str], cases_per_op: int | None, ops: list[str] | None, batch_size: int = 64,
-             log=None) -> dict[str, float]:
-    """Each target's own time for the run's cases, batched as the run batches them, in this process
-    without pytest, golden or isolation (suite/bench/throughput.py; a cached target's warm-cache
-    run): the floor the run's wall time is measured against."""
-    rows = throughput.run(targets, cases_per_op or 30, batch_size=batch_size, ops=ops, modes=("on",), log=log)
+             log=None, latency_cases: int | None = None) -> dict[str, float]:
+    """Each target's own time for the run's cases, in this process without pytest, golden or
+    isolation (suite/bench/throughput.py; a cached target's warm-cache run): the floor the run's
+    wall time is measured against. ``latency_cases`` None: every case in batches (the issue's
+    T_own); a number: planned as the run plans them (that many of each group alone, for their
+    latency, then batches; the run's default is 3)."""
+    rows = throughput.run(targets, cases_per_op or 30, batch_size=batch_size, ops=ops, modes=("on",), log=log,
+                          latency_cases=latency_cases)
     return {r.target: r.wall_s for r in rows if r.mode in ("on", "on, warm cache")}
 
 

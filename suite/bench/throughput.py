@@ -25,7 +25,7 @@ from suite.cases.generate import generate, generator_ops
 from suite.cases.hunt import params
 from suite.core.findings import match
 from targets import get_target
-from targets.base import Timing
+from targets.base import Timing, run_in_parts
 from targets.batching import CACHED_TARGETS
 
 
@@ -51,20 +51,36 @@ def default_cases(cases_per_op: int = 30, seed: int = 0, ops: list[str] | None =
     return generate([op for op in (ops or known) if op in known], cases_per_op, seed)
 
 
-def _measure(target_name: str, mode: str, target, cases, batch_size: int, timing) -> ThroughputRow:
+def _parts(cases: list, batch_size: int, latency_cases: int | None) -> list[tuple[list, int]]:
+    """(cases, alone) of each ``run_in_parts`` call: batches of ``batch_size``; with ``latency_cases``,
+    as suite/harness/run.py (Run._submit_group) plans a group: in case-id order, its first
+    ``latency_cases`` each alone, then batches."""
+    step = max(1, batch_size)
+    if latency_cases is None:
+        return [(cases[i:i + step], 0) for i in range(0, len(cases), step)]
+    cases = sorted(cases, key=lambda c: c.id)
+    lat = latency_cases
+    return [(cases[:lat + step], min(lat, len(cases)))] + [(cases[i:i + step], 0)
+                                                            for i in range(lat + step, len(cases), step)]
+
+
+def _measure(target_name: str, mode: str, target, cases, batch_size: int, timing,
+             latency_cases: int | None = None) -> ThroughputRow:
     by_op = defaultdict(list)
     for c in cases:
         # in process (no isolation here): leave out cases known to crash this target's runtime
         if match(c.op, target_name, c.variant, "crash", params(c)) is None:
             by_op[c.op].append(c)
     cases = [c for cs in by_op.values() for c in cs]
+    if latency_cases is not None:   # (a target whose run time is no device's latency runs fewer alone)
+        cap = getattr(target, "latency_cases", None)
+        latency_cases = latency_cases if cap is None else min(latency_cases, cap)
     outs = []
     with quiet_native_output():   # the runtimes' own logs of refused models
         t0 = time.perf_counter()
         for cs in by_op.values():
-            step = max(1, batch_size)
-            for i in range(0, len(cs), step):
-                outs.extend(target.run(cs[i:i + step], timing))
+            for part, alone in _parts(cs, batch_size, latency_cases):
+                outs.extend(run_in_parts(target, part, timing, alone))
         wall = time.perf_counter() - t0
     inv = sum(float(o.info.get("invoke_s", sum(o.latency_us or ()) / 1e6)) for o in outs)
     st = getattr(target, "batch_stats", None)
@@ -83,7 +99,9 @@ CACHED = CACHED_TARGETS
 
 def run(targets: list[str] | None = None, cases_per_op: int = 30, seed: int = 0, batch_size: int = 64,
         ops: list[str] | None = None, warmup: int = 1, repeats: int = 5,
-        modes: tuple[str, ...] = ("off", "on"), log=None) -> list[ThroughputRow]:
+        modes: tuple[str, ...] = ("off", "on"), log=None, latency_cases: int | None = None) -> list[ThroughputRow]:
+    """``latency_cases``: "on" plans each op's cases as the run does (that many alone first, in
+    case-id order), not only in batches."""
     cases = default_cases(cases_per_op, seed, ops)
     timing = Timing(warmup=warmup, repeats=repeats)
     rows = []
@@ -105,11 +123,11 @@ def run(targets: list[str] | None = None, cases_per_op: int = 30, seed: int = 0,
                 with tempfile.TemporaryDirectory(prefix=f"qconform-bench-{name}-") as d:
                     for label in ("on, cold cache", "on, warm cache"):
                         t = get_target(name, cache_dir=d)
-                        rows.append(_measure(name, label, t, cases, batch_size, timing))
+                        rows.append(_measure(name, label, t, cases, batch_size, timing, latency_cases))
                         t.close()
             else:
                 t = get_target(name)
-                rows.append(_measure(name, "on", t, cases, batch_size, timing))
+                rows.append(_measure(name, "on", t, cases, batch_size, timing, latency_cases))
                 t.close()
             for r in rows[before:] if log else []:
                 log(f"  {r.target:<11} {r.mode:<22} {r.cases_per_s:>9.1f} cases/s")

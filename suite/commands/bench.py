@@ -61,6 +61,9 @@ def register(sub) -> None:
                    help="suite: interleaved rounds of every variant after the cold run (default 3)")
     p.add_argument("--workers", type=int, default=0, metavar="N",
                    help="suite: run each pytest with -n N (pytest-xdist; default 0: no -n)")
+    p.add_argument("--suite-variants", default=None, metavar="LABEL[;LABEL]",
+                   help="suite: only these variants besides default (';'-separated labels as the table "
+                        "prints them, e.g. '--item=case;--ahead 0'); default: every variant")
     p.add_argument("--suite-unbatched", action="store_true",
                    help="suite: also a variant with --batch-size 1 and no QNN context cache (slow)")
     p.add_argument("--json", default=None, metavar="FILE", help="also write every figure as JSON")
@@ -133,23 +136,32 @@ def _suite(args, targets: list[str] | None, ops: list[str] | None, out: dict) ->
                      f" --ops {','.join(ops)}" if ops else ""])
     print(f"\n== the default run: {what}{extra}; cold once, then {args.warm_runs} interleaved round(s) of each "
           f"variant on warm caches (wall from outside)", flush=True)
-    rows = suite_run.run_variants(",".join(targets) if targets else None, args.workers, args.cases_per_op, ops,
-                                  args.warm_runs, args.suite_unbatched, log=lambda s: print(s, flush=True))
+    only = [x.strip() for x in args.suite_variants.split(";") if x.strip()] if args.suite_variants is not None else None
+    try:
+        rows = suite_run.run_variants(",".join(targets) if targets else None, args.workers, args.cases_per_op, ops,
+                                      args.warm_runs, args.suite_unbatched, log=lambda s: print(s, flush=True),
+                                      only=only)
+    except ValueError as e:
+        raise QconformError(str(e), field="--suite-variants") from None
     print(suite_run.table(rows), flush=True)
     bad = suite_run.mismatches(rows)
     if bad:
         print("\n" + "!" * 78 + "\n!!! WARNING: the runs' outcomes differ: the figures do not compare like with like\n"
               + "\n".join(f"!!!   {b}" for b in bad) + "\n" + "!" * 78, flush=True)
-    print(f"\n== the targets' own batched time for the same cases (in-process, no pytest/golden/isolation)",
-          flush=True)
-    own = suite_run.own_time(targets or list(DEFAULT_TARGETS), args.cases_per_op, ops, args.batch_size,
-                             log=lambda s: print(s, flush=True))
-    ratio = suite_run.ratios(rows, own)
-    print(f"  targets' own time: {sum(own.values()):.2f} s (" + ", ".join(f"{t} {s:.2f}" for t, s in own.items())
-          + ")\n" + "\n".join(f"  {label:<30} wall / own time {x:.2f}x" for label, x in ratio.items()), flush=True)
+    names = targets or list(DEFAULT_TARGETS)
+    print("\n== the targets' own time for the same cases (in-process, no pytest/golden/isolation): every case "
+          "in batches, then as the run plans them (the first 3 of each group alone, for their latency)", flush=True)
+    own = suite_run.own_time(names, args.cases_per_op, ops, args.batch_size, log=lambda s: print(s, flush=True))
+    planned = suite_run.own_time(names, args.cases_per_op, ops, args.batch_size, log=lambda s: print(s, flush=True),
+                                 latency_cases=3)
+    ratio, ratio_planned = suite_run.ratios(rows, own), suite_run.ratios(rows, planned)
+    for what, t, r in (("batched", own, ratio), ("as the run plans them", planned, ratio_planned)):
+        print(f"  targets' own time, {what}: {sum(t.values()):.2f} s (" + ", ".join(f"{n} {s:.2f}" for n, s in t.items())
+              + ")\n" + "\n".join(f"  {label:<30} wall / own time {x:.2f}x" for label, x in r.items()), flush=True)
     out["suite"] = {"default_command": ["python"] + rows[0].runs[0].command,
                     "outcomes_identical": not bad, "mismatches": bad,
-                    "variants": [r.as_dict() for r in rows], "own_s": own, "wall_over_own": ratio}
+                    "variants": [r.as_dict() for r in rows], "own_s": own, "wall_over_own": ratio,
+                    "own_planned_s": planned, "wall_over_own_planned": ratio_planned}
 
 
 def _load(avg) -> str:

@@ -48,14 +48,20 @@ def _judges_bias(rule) -> bool:
 
 
 class GroupRows:
-    """The last row of each (case, device) of each (op, target) this process judged."""
+    """The last row of each (case, device) of each (op, target) this process judged, until the
+    group is judged; then only its verdict (memory flat in the cases: issue #32)."""
 
     def __init__(self):
         self.rows: dict[tuple[str, str], dict[tuple, dict]] = defaultdict(dict)
+        self._judged: dict[tuple[str, str], tuple[int, list[dict]]] = {}
 
     def add(self, row: dict) -> None:
-        if row.get("op") is not None and row.get("target") is not None:
-            self.rows[(row["op"], row["target"])][(row.get("case_id"), row.get("device"))] = row
+        key = (row.get("op"), row.get("target"))
+        if key[0] is not None and key[1] is not None and key not in self._judged:
+            self.rows[key][(row.get("case_id"), row.get("device"))] = row
+
+    def judged(self, op: str, target: str) -> bool:
+        return (op, target) in self._judged
 
     def case_ids(self, op: str, target: str) -> set:
         return {k[0] for k in self.rows.get((op, target), {})}
@@ -69,13 +75,16 @@ class GroupRows:
 
     def judge(self, op: str, target: str, policy, versions: dict, expected: str | None) -> tuple[int, list[dict]]:
         """(distinct cases judged, the group's failures as reports.causes.judge_group gives them).
-        The rows stay: the test run again (pytest-rerunfailures) judges the same."""
-        rows = self.rows.get((op, target), {})
+        The rows are dropped; the verdict stays: the test run again (pytest-rerunfailures) gets the same."""
+        if (op, target) in self._judged:
+            return self._judged[(op, target)]
+        rows = self.rows.pop((op, target), {})
         s = Summary(policy, {target: versions}, {target: expected} if expected else {})
         for r in rows.values():
             s.add(r)
         s.pair_table()
-        return len({k[0] for k in rows}), s.verdicts.get((op, target), [])
+        out = self._judged[(op, target)] = (len({k[0] for k in rows}), s.verdicts.get((op, target), []))
+        return out
 
 
 def after_their_cases(items: list) -> None:
