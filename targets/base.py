@@ -95,6 +95,10 @@ class Target:
     #: at most this many cases of an (op, target) group run alone for their latency
     #: (--latency-cases); None: as many as the option says
     latency_cases: int | None = None
+    #: a case a finding says crashes the target runs in a fork of its worker (the runtime loaded),
+    #: so the worker is not restarted; False for a target that runs its runtime in a process of its
+    #: own (a fork would share that process's pipes)
+    fork_crashes: bool = True
 
     def __init__(self, **options: Any):
         self.options = options

@@ -77,6 +77,8 @@ class TosaTarget(Target):
     #: no case of a group runs alone for its latency: the reference model's run time is no
     #: device's, and whole groups make the same batches (cache hits) whatever the test order
     latency_cases = 0
+    #: its runner process takes a crash already (a fork of the worker would share the runner's pipes)
+    fork_crashes = False
 
     #: tensor types the target feeds and fetches (NumPy has no 4-bit arrays); the tools refuse the rest
     FED_DTYPES = tflite_model.FED_DTYPES

@@ -83,10 +83,14 @@ class Finding:
         """The witnesses that give the golden's value on a CPU with these ISA flags."""
         return tuple(dict.fromkeys(w.target for w in self.witnesses if w.holds_on(isa)))
 
+    def about(self, op: str, target: str, status: str) -> bool:
+        """Whether it explains ``status`` verdicts of ``op`` on ``target`` (somewhere in its region)."""
+        return (not self.model and status in self.status and any(fnmatch.fnmatchcase(op, p) for p in self.op)
+                and any(fnmatch.fnmatchcase(target, p) for p in self.target))
+
     def matches(self, op: str, target: str, variant: str, status: str = "fail", params: dict | None = None,
                 isa: frozenset[str] | None = None) -> bool:
-        if self.model or not (status in self.status and any(fnmatch.fnmatchcase(op, p) for p in self.op)
-                and any(fnmatch.fnmatchcase(target, p) for p in self.target)):
+        if not self.about(op, target, status):
             return False
         if not self.holds_on(isa):
             return False
@@ -180,6 +184,12 @@ def match(op: str, target: str, variant: str = "*", status: str = "fail", params
         if f.matches(op, target, variant, status, params, isa):
             return f
     return None
+
+
+def any_about(op: str, target: str, status: str) -> bool:
+    """Whether some finding explains ``status`` verdicts of ``op`` on ``target``: a cheap test before a
+    case's params are computed for :func:`match`."""
+    return any(f.about(op, target, status) for f in findings())
 
 
 def match_model(model: str, target: str, status: str) -> Finding | None:

@@ -11,6 +11,8 @@ wrong becomes the verdict of *that* case:
   process group) is killed;
 * either inside a batch of several cases cannot be attributed, so that batch is run again
   one case at a time, a fresh worker after each crash;
+* a case a finding says crashes the target (submitted with ``fork``) runs in a child forked
+  from the worker: its death is the same ``crash`` and the worker goes on (no restart);
 * a worker that cannot create the target -> ``error`` for the batch, with why; one that does
   not create it within ``START_TIMEOUT`` (a constructor that hangs) -> ``timeout while
   starting`` for every case of that target, waited for once: the run goes on.
@@ -86,7 +88,10 @@ class InProcess:
         except Exception as e:
             return {"error": f"{type(e).__name__}: {e}"}
 
-    def submit(self, cases: Sequence, alone: int, timing: Timing) -> None:
+    #: (a known crash ends this process all the same: --isolation none gives no protection)
+    forks = False
+
+    def submit(self, cases: Sequence, alone: int, timing: Timing, fork: bool = False) -> None:
         self._todo.append((list(cases), alone, timing))
 
     def next(self) -> tuple[list, list[Outcome]]:
@@ -174,13 +179,14 @@ class Worker:
             elif time.monotonic() >= deadline:
                 return "timeout"
 
-    def log_tail(self, limit: int = 1500) -> str:
-        """What the worker last wrote to stderr: on a crash, faulthandler's report from its first
-        line ("Fatal Python error: ...") down the innermost frames (the kernel's, not the
-        harness's, which a deep stack would otherwise push out); else the last lines."""
+    def log_tail(self, limit: int = 1500, since: int = 0) -> str:
+        """What the worker last wrote to stderr (from offset ``since``): on a crash, faulthandler's
+        report from its first line ("Fatal Python error: ...") down the innermost frames (the
+        kernel's, not the harness's, which a deep stack would otherwise push out); else the last lines."""
         try:
             size = os.fstat(self.log_fd).st_size
-            raw = os.pread(self.log_fd, 16 * limit, max(0, size - 16 * limit))
+            start = max(0, since, size - 16 * limit)
+            raw = os.pread(self.log_fd, max(0, size - start), start)
         except OSError:
             return ""
         noise = ("Extension modules:", "Current thread", "Stack (most recent", "Thread 0x")
@@ -199,9 +205,7 @@ class Worker:
         except subprocess.TimeoutExpired:
             self.kill()
             rc = self.proc.wait()
-        if rc < 0:
-            return f"worker process killed by {signal_name(-rc)} (signal {-rc})", {"signal": signal_name(-rc)}
-        return f"worker process exited with status {rc}", {"exit_status": rc}
+        return ended("worker process", rc)
 
     def kill(self) -> None:
         """Kill the worker and anything it started (its own process group)."""
@@ -226,17 +230,35 @@ class Worker:
         os.close(self.log_fd)
 
 
+def ended(who: str, rc: int) -> tuple[str, dict[str, Any]]:
+    """How a process ended (``rc``: its exit code, -signal for a signal): text and row info."""
+    if rc < 0:
+        return f"{who} killed by {signal_name(-rc)} (signal {-rc})", {"signal": signal_name(-rc)}
+    return f"{who} exited with status {rc}", {"exit_status": rc}
+
+
+def crashed(how: str, info: dict[str, Any], tail: str, then: str = "") -> Outcome:
+    """The ``crash`` outcome of the case a process died running (``how``, ``info``: :func:`ended`)."""
+    o = Outcome.error(f"{how} while running this case{then}" + (f"; stderr: {tail}" if tail else ""),
+                      status="crash")
+    o.info.update(info)
+    return o
+
+
 class Isolated:
     """A target whose batches run in its worker process: one outcome per case, always."""
 
     def __init__(self, target, timeout: float, ahead: int = AHEAD, start: bool = True):
         self.spec = spec_of(target)
+        #: a one-case batch submitted with ``fork`` runs in a fork of the worker (worker.py), for
+        #: a target whose runtime runs in the worker (not ``tosa``, whose runner is a process already)
+        self.forks = bool(getattr(target, "fork_crashes", True)) and protocol.CAN_FORK
         self.timeout = float(timeout)
         self.ahead = ahead
         # starts now (imports its runtime meanwhile), or when first needed (_live)
         self.worker: Worker | None = Worker(self.spec) if start else None
         self._versions: dict[str, str] | None = None
-        self._todo: deque = deque()   # batches (cases, alone, timing) not yet in the worker
+        self._todo: deque = deque()   # batches (cases, alone, timing, fork) not yet in the worker
         self._sent: deque = deque()   # batches in the worker, in order
         self._hung: Outcome | None = None   # the target's constructor hung: every case's verdict
         self.stats: Counter = Counter()
@@ -281,9 +303,11 @@ class Isolated:
             self.worker.close(graceful=False)
             self.worker = None
 
-    def submit(self, cases: Sequence, alone: int, timing: Timing) -> None:
-        """Queue a batch (its first ``alone`` cases each run on their own)."""
-        self._todo.append((list(cases), alone, timing))
+    def submit(self, cases: Sequence, alone: int, timing: Timing, fork: bool = False) -> None:
+        """Queue a batch (its first ``alone`` cases each run on their own; ``fork``: one case a
+        finding says crashes the target, run in a fork of the worker, which a crash then spares)."""
+        cases = list(cases)
+        self._todo.append((cases, alone, timing, bool(fork and self.forks and len(cases) == 1)))
         self._feed()
 
     def _feed(self, limit: int | None = None) -> Outcome | None:
@@ -308,7 +332,9 @@ class Isolated:
         if failed is not None:   # no worker: the next batch gets why
             cases = self._todo.popleft()[0]
             return cases, [Outcome(failed.status, reason=failed.reason, info=dict(failed.info)) for _ in cases]
-        cases, alone, timing = self._sent[0]
+        cases, alone, timing, forked = self._sent[0]
+        if forked:
+            self.stats["forked"] += 1
         w = self.worker
         deadline = time.monotonic() + START_TIMEOUT   # until it says it started this batch
         while True:
@@ -323,6 +349,12 @@ class Isolated:
             self.stats["busy_s"] += float(busy) if isinstance(busy, (int, float)) else 0.0
             self._feed()
             return cases, check_outcomes(ev[1], len(cases))
+        if (isinstance(ev, tuple) and ev[0] == "died" and len(ev) == 3 and len(cases) == 1
+                and all(isinstance(x, int) for x in ev[1:])):   # the forked case died: the worker goes on
+            self._sent.popleft()
+            self.stats["crashes"] += 1
+            self._feed()
+            return cases, [crashed(*ended("process forked from the worker", ev[1]), w.log_tail(since=ev[2]))]
         # the batch in flight failed: the worker goes, the batches sent after it are queued again
         self._sent.popleft()
         self._todo.extendleft(reversed(self._sent))
@@ -330,7 +362,7 @@ class Isolated:
         if len(cases) > 1:   # a crash, hang or garbage inside a batch: whose? one case at a time
             self._discard()
             self.stats["batches_split"] += 1
-            self._todo.extendleft(reversed([([c], 1, timing) for c in cases]))
+            self._todo.extendleft(reversed([([c], 1, timing, False) for c in cases]))
             return self.next()
         if isinstance(ev, tuple):   # a message that is not the outcomes: the protocol is broken
             self._discard()
@@ -346,10 +378,7 @@ class Isolated:
         how, info = w.exit_status()
         tail = w.log_tail()
         self._discard()
-        o = Outcome.error(f"{how} while running this case; the worker was restarted"
-                          + (f"; stderr: {tail}" if tail else ""), status="crash")
-        o.info.update(info)
-        return cases, [o]
+        return cases, [crashed(how, info, tail, "; the worker was restarted")]
 
     def run(self, cases: Sequence, timing: Timing, alone: int = 0) -> list[Outcome]:
         """One batch now (nothing else queued): its outcomes."""

@@ -26,7 +26,7 @@ from targets.base import Timing
 
 from .folder import RunFolder
 from .isolation import executor_for
-from .judge import MEMO_BYTES, MEMO_BYTES_SEQUENTIAL, Goldens, Judge
+from .judge import MEMO_BYTES, MEMO_BYTES_SEQUENTIAL, Goldens, Judge, known_crashes
 from .judge import _digest as out_digest   # the rows' out_digest, so an outside witness's agrees
 from .options import RunOptions
 from .repro import JUDGED, digest_of, judged_section, repro_command
@@ -103,9 +103,22 @@ class Run:
         # a target whose run time is no device's latency (the TOSA reference model) sets fewer
         cap = getattr(self.targets.get(target), "latency_cases", None)   # (a duck-typed kernel may lack it)
         lat = lat if cap is None else min(lat, cap)
-        self.executors[target].submit(cases[:lat + size], min(lat, len(cases)), self.timing)
+        self._submit(target, cases[:lat + size], min(lat, len(cases)))
         for i in range(lat + size, len(cases), size):
-            self.executors[target].submit(cases[i:i + size], 0, self.timing)
+            self._submit(target, cases[i:i + size], 0)
+
+    def _submit(self, target: str, cases: list[Case], alone: int) -> None:
+        """Queue a batch on ``target``. A case a finding says crashes it would cost the batch
+        (rerun one case at a time) and the worker (restarted): it is taken out and runs alone,
+        in a fork of the worker (suite/harness/isolation.py), after the rest of its batch."""
+        ex = self.executors[target]
+        known = known_crashes(cases, target) if getattr(ex, "forks", False) else [False] * len(cases)
+        rest = [c for c, k in zip(cases, known) if not k]
+        if rest:
+            ex.submit(rest, alone - sum(known[:alone]), self.timing)
+        for c, k in zip(cases, known):
+            if k:
+                ex.submit([c], 1, self.timing, fork=True)
 
     def verdict(self, case: Case, target: str) -> Verdict:
         key = (target, case.id)
@@ -115,7 +128,7 @@ class Run:
                 self._submit_group(target, group)
             elif case.id not in self._queued[target]:   # not planned, or asked again (a re-run)
                 self._queued[target].add(case.id)
-                self.executors[target].submit([case], 1, self.timing)
+                self._submit(target, [case], 1)
             self._next_batch(target)
         v = self._verdicts.pop(key)
         if isinstance(v, Exception):   # judging it failed: a harness bug, raised in its own test

@@ -6,11 +6,12 @@ file descriptors 0 and 1 are then pointed at /dev/null and stderr, so whatever a
 runtime prints can never corrupt the protocol. Messages::
 
     parent -> worker   ("init", {"module", "qualname", "name", "options"}, sys_path, parent_pid)
-                       ("run", cases, alone, timing)   # a batch: its first `alone` cases each alone
+                       ("run", cases, alone, timing, fork)   # a batch: its first `alone` cases each alone
                        ("close",)
     worker -> parent   ("ready", versions) | ("init_error", text)
                        ("start", t)                      # starting the next batch (time.monotonic())
                        ("outcomes", [Outcome, ...], busy_s)
+                       ("died", exit_code, log_offset)   # the batch's forked process died (see below)
 
 Batches run in the order they came, each as soon as the last is done: the parent may send
 several ahead. A reader thread takes every message off the pipe as it arrives, so the parent
@@ -19,6 +20,14 @@ worker's own time on the batch; ``t`` lets the parent time a batch from its star
 system-wide monotonic clock). A worker runs at a lower priority than its parent
 (:data:`WORKER_NICE`), in a process group of its own. The worker dies with its parent
 (``PR_SET_PDEATHSIG`` on Linux), so a killed run leaves no stray process behind.
+
+A batch sent with ``fork`` (a case a finding says crashes the target: suite/harness/run.py) runs
+in a child forked from the worker, its runtime already imported, which sends the outcomes back
+over a pipe and ``_exit``\ s. If it dies first, the worker says so (``died``: the child's exit
+code, -signal as Popen gives it, and where in the worker's stderr the child's began) and goes
+on: the parent makes that case's ``crash`` as it does for a dead worker, with no restart. Only on
+Linux (elsewhere the batch runs in the worker, as any); the child is this thread alone (the reader
+thread and any runtime thread pool are not in it: the suite's native targets run one thread).
 """
 
 from __future__ import annotations
@@ -34,12 +43,14 @@ import struct
 import sys
 import threading
 import time
+import warnings
 
 from targets.base import Outcome, run_in_parts
 
 _HEAD = struct.Struct("<Q")
 MAX_FRAME = 1 << 34
 WORKER_NICE = 10
+CAN_FORK = hasattr(os, "fork") and sys.platform.startswith("linux")
 
 
 def send(fd: int, obj) -> None:
@@ -137,6 +148,48 @@ def _send_outcomes(out_fd: int, outs: list, busy: float) -> None:
         send(out_fd, ("outcomes", fixed, busy))
 
 
+def _forked(target, cases, timing, alone: int):
+    """The batch run in a child forked from this process: its ("outcomes", ...) message, ("died",
+    exit code, log offset) if it ended without one, or None if no child could be forked."""
+    sys.stderr.flush()
+    try:
+        since = os.lseek(2, 0, os.SEEK_CUR)   # the child's stderr starts here in the worker's log
+    except OSError:
+        since = 0
+    r, w = os.pipe()
+    worker = os.getpid()
+    try:
+        with warnings.catch_warnings():   # (3.12+ warns of fork with threads: the child uses only this one)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:   # the child: this batch, its outcomes, gone (no atexit, no cleanup of the worker's state)
+        code = 70
+        try:
+            os.close(r)
+            _die_with_parent(worker)
+            t0 = time.perf_counter()
+            outs = run_in_parts(target, cases, timing, alone, _guarded)
+            _send_outcomes(w, outs, time.perf_counter() - t0)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    try:
+        msg = recv(r)
+    except Exception:   # (a torn or oversized frame: it died writing it)
+        msg = None
+    finally:
+        os.close(r)
+    _, status = os.waitpid(pid, 0)
+    if isinstance(msg, tuple) and msg and msg[0] == "outcomes":
+        return msg
+    return ("died", os.waitstatus_to_exitcode(status), since)
+
+
 def main() -> int:
     in_fd, out_fd = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -172,8 +225,12 @@ def main() -> int:
         msg = inbox.get()
         if msg is None or msg[0] == "close":
             break
-        _, cases, alone, timing = msg
+        _, cases, alone, timing, *fork = msg
         send(out_fd, ("start", time.monotonic()))
+        reply = _forked(target, cases, timing, alone) if fork and fork[0] and CAN_FORK else None
+        if reply is not None:
+            send(out_fd, reply)
+            continue
         t0 = time.perf_counter()
         outs = run_in_parts(target, cases, timing, alone, _guarded)
         _send_outcomes(out_fd, outs, time.perf_counter() - t0)
