@@ -110,15 +110,16 @@ class Run:
     def _submit(self, target: str, cases: list[Case], alone: int) -> None:
         """Queue a batch on ``target``. A case a finding says crashes it would cost the batch
         (rerun one case at a time) and the worker (restarted): it is taken out and runs alone,
-        in a fork of the worker (suite/harness/isolation.py), after the rest of its batch."""
+        in a fork of the worker (suite/harness/isolation.py), just before the rest of its batch
+        (whose cases are then judged when they would have been)."""
         ex = self.executors[target]
         known = known_crashes(cases, target) if getattr(ex, "forks", False) else [False] * len(cases)
-        rest = [c for c, k in zip(cases, known) if not k]
-        if rest:
-            ex.submit(rest, alone - sum(known[:alone]), self.timing)
         for c, k in zip(cases, known):
             if k:
                 ex.submit([c], 1, self.timing, fork=True)
+        rest = [c for c, k in zip(cases, known) if not k]
+        if rest:
+            ex.submit(rest, alone - sum(known[:alone]), self.timing)
 
     def verdict(self, case: Case, target: str) -> Verdict:
         key = (target, case.id)

@@ -23,7 +23,7 @@ system-wide monotonic clock). A worker runs at a lower priority than its parent
 
 A batch sent with ``fork`` (a case a finding says crashes the target: suite/harness/run.py) runs
 in a child forked from the worker, its runtime already imported, which sends the outcomes back
-over a pipe and ``_exit``\ s. If it dies first, the worker says so (``died``: the child's exit
+over a pipe and exits (``os._exit``). If it dies first, the worker says so (``died``: the child's exit
 code, -signal as Popen gives it, and where in the worker's stderr the child's began) and goes
 on: the parent makes that case's ``crash`` as it does for a dead worker, with no restart. Only on
 Linux (elsewhere the batch runs in the worker, as any); the child is this thread alone (the reader
