@@ -186,12 +186,6 @@ def match(op: str, target: str, variant: str = "*", status: str = "fail", params
     return None
 
 
-def any_about(op: str, target: str, status: str) -> bool:
-    """Whether some finding explains ``status`` verdicts of ``op`` on ``target``: a cheap test before a
-    case's params are computed for :func:`match`."""
-    return any(f.about(op, target, status) for f in findings())
-
-
 def match_model(model: str, target: str, status: str) -> Finding | None:
     """The first model finding that explains a whole model's verdict on ``target`` (``status``:
     "model-error", the model did not run; "model-fail", a layer beyond its tolerance)."""

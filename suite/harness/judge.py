@@ -22,7 +22,7 @@ from reports.causes import analyse, scheme_stack
 from suite.cases.hunt import params as case_params
 from suite.core.case import Case
 from suite.core.compare import Comparison, compare
-from suite.core.findings import any_about, match
+from suite.core.findings import findings, match
 from suite.core.tolerance import Policy, Tolerance
 from suite.core.verdict import Status, Verdict
 from suite.core.waivers import Waivers
@@ -287,13 +287,17 @@ def known_crashes(cases: list[Case], target: str) -> list[bool]:
     """For each case, whether a finding says it crashes ``target`` on this host, as its verdict
     will be judged (:func:`verdict_params`): a hint for planning only (suite/harness/run.py runs
     such a case alone, in a fork of the worker); a wrong hint costs time, never a verdict."""
-    about: dict[str, bool] = {}   # (an op no crash finding is about: its cases' params not computed)
+    about: dict[str, list] = {}   # op -> the crash findings about it on target (most ops: none)
     out = []
     for c in cases:
         if c.op not in about:
-            about[c.op] = any_about(c.op, target, "crash")
-        out.append(about[c.op] and match(c.op, target, c.variant, "crash", verdict_params(c, {}, "crash"),
-                                         isa=_host_isa()) is not None)
+            about[c.op] = [f for f in findings() if f.about(c.op, target, "crash")]
+        fs = about[c.op]
+        if fs:
+            p = verdict_params(c, {}, "crash")
+            out.append(any(f.matches(c.op, target, c.variant, "crash", p, _host_isa()) for f in fs))
+        else:
+            out.append(False)
     return out
 
 
