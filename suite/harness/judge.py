@@ -30,8 +30,8 @@ from targets.base import Outcome, latency_stats
 from targets.device_runner import isa_flags
 
 
-#: cases whose goldens the judge keeps in memory (a default run has about 1,600), and their bytes
-#: at most (a real model's layers hold 10^5-10^6 elements each: goldens under every scheme, stacks)
+#: cases of the operator being judged whose goldens the judge keeps in memory, and their bytes at
+#: most (a real model's layers hold 10^5-10^6 elements each: goldens under every scheme, stacks)
 MEMO_CASES = 4096
 MEMO_BYTES = 128 << 20
 #: ... in a run whose targets come one after another (a --model run): a case's goldens come back
@@ -59,9 +59,11 @@ class Goldens:
         self.computed = 0
 
     def _entry(self, case: Case):
-        if case.op != self._op:   # a new operator: the last one's goldens are done with
-            self.flush()
+        if case.op != self._op:   # a new operator: the last one's goldens are done with (the tests run
+            self.flush()          # op by op: plugin._ops_together; one that comes back reads the store)
             self._op, self._cases = case.op, {}
+            self._digests.clear()
+            self._sizes, self._bytes, self._last = {}, 0, None
         e = self._cases.get(id(case))
         if e is None or e[0] is not case:
             digest = case.digest()
