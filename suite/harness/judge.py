@@ -110,6 +110,16 @@ class Goldens:
             self.store.put(digest, new)
         self._new = {}
 
+    def exact_analysis(self, case: Case, scheme: str, errors, want) -> dict:
+        """reports.causes.analyse of a bit-exact result of the case (``errors`` all zero), made once
+        for all its targets."""
+        stacks = self._entry(case)[3]
+        key = ("bit-exact analysis", scheme)
+        if key not in stacks:
+            stacks[key] = (analyse(case, errors, want, lambda s: self.get(case, s), scheme,
+                                   stack=lambda names: self.stack(case, names)), None)
+        return stacks[key][0]
+
     def stack(self, case: Case, names: list[str]):
         """reports.causes.scheme_stack of the case, made once for all its targets."""
         stacks = self._entry(case)[3]
@@ -186,8 +196,11 @@ class Judge:
         return v, failure
 
     def _analyse(self, case: Case, cmp: Comparison, want) -> dict[str, Any]:
-        """Per-scheme exact counts and mismatch causes (reports/causes.py)."""
+        """Per-scheme exact counts and mismatch causes (reports/causes.py). A bit-exact result's
+        are the golden's own (got == want), so they are worked out once per case for all targets."""
         try:
+            if cmp.bit_exact:
+                return {k: dict(v) for k, v in self.goldens.exact_analysis(case, self.scheme, cmp.errors, want).items()}
             return analyse(case, cmp.errors, want, lambda s: self.goldens.get(case, s), self.scheme,
                            stack=lambda names: self.goldens.stack(case, names))
         except Exception as e:   # recorded in the row, never silently dropped
