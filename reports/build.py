@@ -40,6 +40,7 @@ from reports.results import (
     count_statuses,
     index_rows,
     rows_at,
+    scan,
     write_atomic,
     write_json,
 )
@@ -148,9 +149,12 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     report = Report(summary=[])
     failed: dict[str, Exception] = {}   # what broke: the artefacts made of it are not written
 
-    # pass 1: the last row of each (case, target, device) and the shapes of the rows
+    # pass 1: the last row of each (case, target, device) and the shapes of the rows (results.parquet's
+    # columns). A results.jsonl holds one row a pair (reports/results.py refuses a repeat), so when
+    # results.parquet is written elsewhere one pass, in file order, feeds the same rows
     shapes = Shapes()
-    index = index_rows(d, shapes.tag)
+    one_pass = parquet_in_child
+    index = {} if one_pass else index_rows(d, shapes.tag)
     offsets = [at for at, _ in index.values()]
 
     # what each artefact keeps of the rows, fed one row at a time in pass 2
@@ -181,7 +185,9 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
         failed["certificate"] = e
     del index, shapes
 
-    for row in rows_at(d, offsets) if offsets else ():                   # pass 2
+    rows = 0
+    for row in (r for _, r in scan(d)) if one_pass else rows_at(d, offsets) if offsets else ():   # pass 2
+        rows += 1
         for name, add in list(feeds.items()):
             try:
                 add(row)
@@ -244,7 +250,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     elif (d / CERT_JSON).exists():   # a certified run's page, rebuilt (the signed payload's rendering)
         with contextlib.suppress(OSError, ValueError, QconformError):
             cert = read_certificate(d)
-    if not offsets:
+    if not rows:
         return report
     try:
         report.summary = summary.table()
