@@ -29,13 +29,14 @@ running ahead would otherwise take the CPU from the pytest process, which every 
 from __future__ import annotations
 
 import os
+import pickle
 import select
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -114,6 +115,29 @@ class InProcess:
 
     def release(self) -> None:
         """(Isolated ends an idle worker; this process keeps its target.)"""
+
+
+#: bytes of pickled cases kept (:func:`pickled`): an op's cases go to every target's worker in turn
+PICKLE_MEMO_BYTES = 16 << 20
+_pickled: OrderedDict[int, tuple[Any, bytes]] = OrderedDict()
+_pickled_bytes = 0
+
+
+def pickled(case) -> bytes:
+    """``case`` pickled, made once for all the workers it goes to (the last cases' are kept)."""
+    global _pickled_bytes
+    e = _pickled.get(id(case))
+    if e is not None and e[0] is case:
+        _pickled.move_to_end(id(case))
+        return e[1]
+    b = pickle.dumps(case, protocol=pickle.HIGHEST_PROTOCOL)
+    old = _pickled.pop(id(case), None)
+    _pickled_bytes -= len(old[1]) if old else 0
+    _pickled[id(case)] = (case, b)
+    _pickled_bytes += len(b)
+    while _pickled_bytes > PICKLE_MEMO_BYTES and len(_pickled) > 1:
+        _pickled_bytes -= len(_pickled.popitem(last=False)[1][1])
+    return b
 
 
 #: a process group of the worker's own (killed whole), in this process's session (Python >= 3.11;
@@ -323,7 +347,7 @@ class Isolated:
                 os.ftruncate(w.log_fd, 0)
             batch = self._todo.popleft()
             self._sent.append(batch)
-            w.send(("run", *batch))   # a dead worker is found by next()
+            w.send(("run", [pickled(c) for c in batch[0]], *batch[1:]))   # a dead worker is found by next()
         return None
 
     def next(self) -> tuple[list, list[Outcome]]:

@@ -6,7 +6,7 @@ file descriptors 0 and 1 are then pointed at /dev/null and stderr, so whatever a
 runtime prints can never corrupt the protocol. Messages::
 
     parent -> worker   ("init", {"module", "qualname", "name", "options"}, sys_path, parent_pid)
-                       ("run", cases, alone, timing, fork)   # a batch: its first `alone` cases each alone
+                       ("run", cases, alone, timing, fork)   # a batch (each case pickled on its own): its first `alone` alone
                        ("close",)
     worker -> parent   ("ready", versions) | ("init_error", text)
                        ("start", t)                      # starting the next batch (time.monotonic())
@@ -226,6 +226,7 @@ def main() -> int:
         if msg is None or msg[0] == "close":
             break
         _, cases, alone, timing, *fork = msg
+        cases = [pickle.loads(c) if isinstance(c, bytes) else c for c in cases]   # (each pickled once: isolation.pickled)
         send(out_fd, ("start", time.monotonic()))
         reply = _forked(target, cases, timing, alone) if fork and fork[0] and CAN_FORK else None
         if reply is not None:
