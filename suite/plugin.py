@@ -18,6 +18,7 @@ import atexit
 import gc
 import os
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,7 @@ from suite.harness.shard import parse_shard, run_group, shard_info
 from suite.models.harvest import feed_sets, harvest_model
 from suite.models.onnx import parse_input_shapes
 from suite.models.verdicts import model_lines, write_model_reports
+from targets import DEFAULT_TARGETS
 from targets.device_runner import isa_flags
 from targets.remote import plan_workers
 from targets.transport import parse_device_list
@@ -367,8 +369,21 @@ class QconformSession:
         self.controller = self.worker_input is None
         self.distributed = self.controller and getattr(o, "dist", "no") != "no"
         s = set_up(o, argv=[str(a) for a in config.invocation_params.args], worker_input=self.worker_input,
-                   harvest=_harvest(o) if o.model else None, stop=stop)
+                   harvest=_harvest(o) if o.model else None, stop=stop,
+                   runs=not self.distributed and not _runs_no_tests(o))
+        try:
+            self._start(config, s)
+        except BaseException:   # (the workers the set-up started; Run.close ends them too)
+            for ex in s.workers.values():
+                ex.close()
+            raise
+
+    def _start(self, config, s) -> None:
+        o = config.option
         self.opts, self.targets, self.selectors, self.unavailable = s.opts, s.targets, s.selectors, s.unavailable
+        # default targets whose workers have not said yet whether they can run here: waited for
+        # when the tests are made (_settle), so the cases are made while the workers import
+        self.pending = list(s.pending)
         self.cases, self.graph, self.model_feeds = s.cases, s.graph, s.model_feeds
         self.policy, self.tolerance_digest, self.reruns = s.policy, s.tolerance_digest, s.reruns
         self.resumed, self.device_text = s.resumed, s.device_text
@@ -386,8 +401,6 @@ class QconformSession:
         if self.resumed is not None and not o.shard:   # ---- --shard (a resumed shard stays that shard)
             o.shard = (self.resumed.options.get("shard") or {}).get("text")
         self.shard, self.shard_groups, self.shard_doc = parse_shard(o.shard), None, None
-        if self.shard is not None:
-            self.shard_groups, self.shard_doc = shard_info(self.shard, self._group_sizes())
         self.run_group = run_group(o.run_group or ((self.resumed.options.get("run_group") if self.resumed else None)))
         if self.controller:
             self.run_id = self.resumed.run_id if self.resumed else new_run_id()
@@ -411,7 +424,9 @@ class QconformSession:
                 self.run = Run(self.opts, self.folder, self.targets, self.run_id, store,
                                worker=(self.worker_input or {}).get("workerid"), policy=policy, waivers=waivers,
                                tolerance=(str(self.folder.path / TOLERANCE_COPY), self.tolerance_digest),
-                               sequential=self.sequential)
+                               sequential=self.sequential, workers=s.workers)
+            if self.shard is not None:   # (its groups: the targets that can run here)
+                self.shard_groups, self.shard_doc = shard_info(self.shard, self._group_sizes())
             if self.controller:
                 self._write_run_info()
         except BaseException:   # no session: what was started ends now
@@ -438,20 +453,52 @@ class QconformSession:
         except Exception as e:
             return {"error": f"{type(e).__name__}: {e}"}
 
+    def _settle(self) -> None:
+        """Wait for the pending default targets' workers to say whether they can run here: one that
+        cannot leaves the run as if the set-up had found it so (run.json's ``unavailable``, the
+        header's lines)."""
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        for n in pending:
+            ok, why = self.run.availability(n)
+            if not ok:
+                self.unavailable[n] = why
+                self.run.drop(n)
+                self.targets.pop(n, None)
+                self.selectors.pop(n, None)
+        order = {n: i for i, n in enumerate(DEFAULT_TARGETS)}   # (as the set-up lists them)
+        self.unavailable = dict(sorted(self.unavailable.items(), key=lambda kv: order.get(kv[0], len(order))))
+        if len(self.targets) < len(self.opts.targets):
+            self.opts = self.run.opts = replace(self.opts, targets=tuple(self.selectors[n] for n in self.targets))
+        if self.controller and getattr(self, "_doc", None) is not None:   # run.json says it from now on
+            self._doc["options"]["targets"] = list(self.opts.as_dict()["targets"])
+            self._doc["targets"] = self._targets_doc()
+            self._doc["unavailable_targets"] = dict(self.unavailable)
+
+    def _known_versions(self, name: str) -> dict[str, str] | None:
+        """The versions if known without waiting for a worker (None: not said yet)."""
+        return self.run.known_versions(name) if self.run is not None else self.versions(name)
+
     def _kernel(self, name: str) -> dict:
         """What the target is, by digest (suite/harness/identity.py): taken once, at the start."""
         if name not in self._kernels:
             self._kernels[name] = identity(self.targets[name], self.selectors.get(name, name))
         return self._kernels[name]
 
+    def _targets_doc(self) -> dict:
+        """run.json's targets: their versions as far as known without waiting (null: its worker
+        has not said yet; the document is written again at collection and at the end)."""
+        return {n: {"description": getattr(t, "description", ""), "expected_scheme": getattr(t, "expected_scheme", None),
+                    "versions": self._known_versions(n),
+                    "devices": t.device_facts() if hasattr(t, "device_facts") else None,
+                    **({"kernel": self._kernel(n)} if self.opts.certify else {})}
+                for n, t in self.targets.items()}
+
     def _write_run_info(self, **end) -> dict:
         """run.json: at the start (``finished`` null, so an interrupted run still says what it
         was), and at the end with ``end`` (finished, exit status, interrupted) and the cost."""
-        targets = {n: {"description": getattr(t, "description", ""), "expected_scheme": getattr(t, "expected_scheme", None),
-                       "versions": self.versions(n),
-                       "devices": t.device_facts() if hasattr(t, "device_facts") else None,
-                       **({"kernel": self._kernel(n)} if self.opts.certify else {})}
-                   for n, t in self.targets.items()}
+        targets = self._targets_doc()
         if not end:
             options = {**self.opts.as_dict(), "report_dir": str(self.folder.path),
                        "workers": getattr(self.config.option, "numprocesses", None), "filtered": self.filtered,
@@ -480,7 +527,19 @@ class QconformSession:
     def pytest_report_header(self, config):
         lines = [f"qconform: run {self.folder.path} seed={self.opts.seed} cases-per-op={self.opts.cases_per_op} "
                  f"scheme={self.opts.scheme}"]
-        lines += [f"  target {n}: " + ", ".join(f"{k} {v}" for k, v in self.versions(n).items()) for n in self.targets]
+        # targets whose workers have not said yet whether they can run here: their lines once the
+        # tests are made (pytest_report_collectionfinish), not waited for now
+        self._targets_later = bool(self.pending)
+        return lines + ([] if self._targets_later else self._target_lines())
+
+    def pytest_report_collectionfinish(self, config, start_path, items):
+        if getattr(self, "_targets_later", False):   # (the header was shown: not with -q)
+            return self._target_lines()
+        return []
+
+    def _target_lines(self) -> list[str]:
+        self._settle()
+        lines = [f"  target {n}: " + ", ".join(f"{k} {v}" for k, v in self.versions(n).items()) for n in self.targets]
         lines += [f"  target {n}: unavailable ({why})" for n, why in self.unavailable.items()]
         by_selector = {sel: n for n, sel in self.selectors.items()}
         for path, j in self.reruns:   # another runtime release may fix (or break) it: said, not refused
@@ -510,6 +569,8 @@ class QconformSession:
         if not getattr(obj, "__qconform__", False) or not isinstance(obj, type):
             return None
         nodes = []
+        self._cases()   # (made while the workers import their runtimes)
+        self._settle()
         own = {(c.op, t) for c in self._cases() for t in self.targets if (c.id, t) in self.own} if self.own else set()
         for op in dict.fromkeys(c.op for c in self._cases()):
             for t in self.targets:
@@ -530,6 +591,7 @@ class QconformSession:
 
     def _group_sizes(self) -> dict[tuple[str, str], int]:
         """(op, target) -> its cases: what --shard splits."""
+        self._settle()
         per_op: dict[str, int] = {}
         for c in self._cases():
             per_op[c.op] = per_op.get(c.op, 0) + 1
@@ -617,11 +679,13 @@ class QconformSession:
             tr.write_line("qconform: -k selected no (op, target): with one item per (op, target) (--item=group, the "
                           "default) -k selects ops and targets; select cases with --case-id ID, or --item=case",
                           yellow=True)
+        self._settle()
         pairs = [p for item in session.items for p in _pairs(item)]
         self._items_left = Counter(getattr(getattr(item, "cls", None), "op", None) for item in session.items)
         if self.controller and not self.distributed and self.run is not None:   # what a complete run writes: run.json says it from now
             self.planned = (len(pairs) + (self.resumed.skipped if self.resumed else 0)) * self._rows_per_pair()
             self._doc["planned"] = self.planned
+            self._doc["targets"] = self._targets_doc()   # (the versions the workers have said by now)
             write_run_info(self.folder.path, self._doc)
         if self.run is not None:   # (an xdist worker runs only the groups it is given: each when asked)
             self.run.plan(pairs, lazy=not self.controller or self.sequential)

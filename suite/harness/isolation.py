@@ -17,8 +17,9 @@ wrong becomes the verdict of *that* case:
   not create it within ``START_TIMEOUT`` (a constructor that hangs) -> ``timeout while
   starting`` for every case of that target, waited for once: the run goes on.
 
-The worker is started when the run starts, so it imports its runtime while the cases are
-made and collected; its first message carries the target's versions. Batches are queued
+The worker is started when the run is set up, so it imports its runtime while the cases are
+made and collected; its first message says whether the target can run here (its
+``availability()``, asked there: :meth:`Isolated.availability`) and carries its versions. Batches are queued
 (:meth:`Isolated.submit`) and taken in order (:meth:`Isolated.next`); up to ``AHEAD`` of
 them are in the worker at once, so it runs the next ones while this process judges and
 reports the last (docs/performance.md: what this saves). A worker runs at a lower priority
@@ -65,12 +66,18 @@ def spec_of(target) -> dict[str, Any] | None:
             "options": options}
 
 
+def in_worker(target, isolation: str = "process") -> bool:
+    """Whether ``target``'s batches run in a worker process under ``--isolation``: a native target
+    that can be re-created there."""
+    return isolation == "process" and getattr(target, "isolate", True) and spec_of(target) is not None
+
+
 def executor_for(target, isolation: str = "process", timeout: float = 60.0,
                  ahead: int = AHEAD, start: bool = True) -> "InProcess | Isolated":
     """How ``target``'s batches run under ``--isolation``: a worker process for a native target
     that can be re-created there (``ahead`` batches handed to it before they are asked for),
     else this process. ``start``: its worker starts now (else when first needed)."""
-    if isolation == "process" and getattr(target, "isolate", True) and spec_of(target) is not None:
+    if in_worker(target, isolation):
         return Isolated(target, timeout, ahead, start)
     return InProcess(target)
 
@@ -161,13 +168,18 @@ class Worker:
         self._buf = bytearray()
         self.send(("init", spec, list(sys.path), os.getpid()))
         self._ready = None
+        self._deadline: float | None = None   # for its first message: START_TIMEOUT from the first ask
 
-    def ready(self):
-        """("ready", versions) | ("init_error", why) | "timeout" | "dead" (waited for once)."""
+    def ready(self, within: float | None = None):
+        """("ready", versions) | ("unavailable", why) | ("init_error", why) | "timeout" | "dead"
+        (waited for once); None if it is not in within ``within`` seconds (asked again later)."""
         if self._ready is None:
-            self._ready = self.recv(time.monotonic() + START_TIMEOUT)
-            if isinstance(self._ready, tuple) and self._ready[0] == "bad":
-                self._ready = "dead"
+            if self._deadline is None:
+                self._deadline = time.monotonic() + START_TIMEOUT
+            ev = self.recv(self._deadline if within is None else min(self._deadline, time.monotonic() + within))
+            if ev == "timeout" and time.monotonic() < self._deadline:
+                return None
+            self._ready = "dead" if isinstance(ev, tuple) and ev[0] == "bad" else ev
         return self._ready
 
     def send(self, msg) -> bool:
@@ -285,7 +297,18 @@ class Isolated:
         self._todo: deque = deque()   # batches (cases, alone, timing, fork) not yet in the worker
         self._sent: deque = deque()   # batches in the worker, in order
         self._hung: Outcome | None = None   # the target's constructor hung: every case's verdict
+        self.unavailable: str | None = None  # why the target cannot run here, as its worker said
         self.stats: Counter = Counter()
+
+    def availability(self, waiting=None) -> tuple[bool, str]:
+        """Whether the target can run here, as its worker found when it started (its
+        ``availability()``, asked there: the runtime is never imported here to learn it);
+        waited for. ``waiting`` is called every 0.05 s meanwhile (it raises to stop waiting). A
+        worker that could not create the target says so in every case's verdict instead."""
+        while waiting is not None and self.worker is not None and self.worker.ready(0.05) is None:
+            waiting()
+        self._live()
+        return (False, self.unavailable) if self.unavailable is not None else (True, "")
 
     def versions(self) -> dict[str, str]:
         """The target's versions, as its worker reported them when it started."""
@@ -294,11 +317,19 @@ class Isolated:
             self._versions = dict(w.ready()[1]) if isinstance(w, Worker) else {"error": w.reason}
         return self._versions
 
+    def known_versions(self) -> dict[str, str] | None:
+        """The versions if its worker has said them yet (None: not waited for)."""
+        return self._versions
+
     def _live(self) -> "Worker | Outcome":
         """The ready worker (a new one if the last died), or the Outcome of why none could start."""
         if self._hung is not None:   # (not waited for again: START_TIMEOUT once per target)
             return self._hung
-        if self.worker is None or self.worker.proc.poll() is not None:
+        if self.unavailable is not None:
+            return Outcome.error(f"the target is not available here: {self.unavailable}")
+        # a new worker if the last died after its first message (one that ends once it has said why
+        # it cannot start is read first)
+        if self.worker is None or (self.worker._ready is not None and self.worker.proc.poll() is not None):
             self._discard()
             self.worker = Worker(self.spec)
             self.stats["workers_started"] += 1
@@ -313,6 +344,9 @@ class Isolated:
             self._hung = Outcome.error(f"timeout while starting: the worker did not create the target within "
                                        f"{START_TIMEOUT:g} s", status="timeout")
             return self._hung
+        if isinstance(ev, tuple) and ev[0] == "unavailable":
+            self.unavailable = str(ev[1])
+            return Outcome.error(f"the target is not available here: {self.unavailable}")
         if isinstance(ev, tuple) and ev[0] == "init_error":
             return Outcome.error(f"the worker could not create the target: {ev[1]}")
         how, info = w.exit_status()

@@ -36,7 +36,7 @@ from .witnesses import Outside, not_run_text
 class Run:
     def __init__(self, opts: RunOptions, folder: RunFolder, targets: dict, run_id: str,
                  golden_store=None, worker: str | None = None, policy=None, waivers=None,
-                 tolerance: tuple[str, str] | None = None, sequential: bool = False):
+                 tolerance: tuple[str, str] | None = None, sequential: bool = False, workers: dict | None = None):
         self.opts, self.folder, self.run_id = opts, folder, run_id
         # one target at a time (a --model run: its tests ordered target by target, planned lazily):
         # a target's worker ends when the target has nothing left to run, so the runtimes' working
@@ -49,8 +49,10 @@ class Run:
         self.policy = policy if policy is not None else load_policy(opts.tolerance_file)
         self.waivers = waivers if waivers is not None else load_waivers(list(opts.waivers))
         self.targets = targets
-        # native targets' worker processes start now: they import their runtimes meanwhile
-        self.executors = {n: executor_for(t, opts.isolation, opts.timeout, opts.ahead) for n, t in targets.items()}
+        # native targets' worker processes start now (``workers``: those started already, by the
+        # run's set-up): they import their runtimes meanwhile
+        self.executors = {n: (workers or {}).get(n) or executor_for(t, opts.isolation, opts.timeout, opts.ahead)
+                          for n, t in targets.items()}
         self.goldens = Goldens(golden_store, MEMO_BYTES_SEQUENTIAL if sequential else MEMO_BYTES)
         self.judge = Judge(scheme=opts.scheme, policy=self.policy, waivers=self.waivers, goldens=self.goldens,
                            run_id=run_id, seed=opts.seed, worker=worker)
@@ -73,8 +75,31 @@ class Run:
 
     def versions(self, target: str) -> dict[str, str]:
         if target not in self._versions:
+            if target not in self.executors:   # (closed before its worker said them)
+                return {}
             self._versions[target] = self.executors[target].versions()
         return self._versions[target]
+
+    def known_versions(self, target: str) -> dict[str, str] | None:
+        """The versions if known without waiting for a worker (None: its worker has not said yet)."""
+        ex = self.executors.get(target)
+        if target not in self._versions and ex is not None:
+            known = ex.known_versions() if hasattr(ex, "known_versions") else ex.versions()
+            if known is not None:
+                self._versions[target] = known
+        return self._versions.get(target)
+
+    def availability(self, target: str) -> tuple[bool, str]:
+        """(ok, why) of ``target`` as its worker found when it started (waited for); a target in
+        this process was asked when it was made."""
+        check = getattr(self.executors[target], "availability", None)
+        return check() if check is not None else (True, "")
+
+    def drop(self, target: str) -> None:
+        """``target`` leaves the run before anything of it is planned (it cannot run here)."""
+        self.executors.pop(target).close()
+        self.targets.pop(target, None)
+        self.outside.readmit(target)
 
     def _release(self, target: str) -> None:
         """(sequential) End ``target``'s worker when nothing of it is planned, queued or running."""
@@ -273,6 +298,8 @@ class Run:
                 self._finish(case, target, v)
         self._held.clear()
         self.outside.close()
+        for name in self.executors:   # (what run.json says at the end)
+            self.known_versions(name)
         executors, self.executors = self.executors, {}
         for name, ex in executors.items():
             ex.close()

@@ -24,7 +24,7 @@ from suite.core.userfile import read_bytes
 from suite.core.waivers import load_waivers
 from suite.harness import resume as resume_mod
 from suite.harness.goldens import folder_of
-from suite.harness.isolation import START_TIMEOUT
+from suite.harness.isolation import START_TIMEOUT, Isolated, in_worker
 from suite.harness.options import RunOptions, check_given, checked, split_list
 from suite.harness.repro import TOLERANCE_COPY, check_reruns
 from targets import DEFAULT_TARGETS, get_target, known_names, target_name
@@ -42,6 +42,8 @@ class RunSetup:
     targets: dict            # name (as rows and test ids give it) -> target
     selectors: dict          # name -> its --target value (repro, resume)
     unavailable: dict        # default targets not available here -> why
+    workers: dict            # name -> its started worker (isolation.Isolated): it says the target's availability
+    pending: list            # default targets whose workers have not said yet (waited for when the tests are made)
     cases: list[Case] | None   # None: generated when collected
     policy: Any
     waivers: list
@@ -56,10 +58,13 @@ class RunSetup:
 
 
 def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | None = None,
-           stop=None) -> RunSetup:
+           stop=None, runs: bool = False) -> RunSetup:
     """The run of pytest's options ``o`` (``argv``: the command line) in this process
     (``worker_input``: an xdist worker's, else None; ``stop``: suite.harness.stop.Stop, whose
-    signals end a target's construction)."""
+    signals end a target's construction). ``runs``: this process runs the targets (a Run), so
+    each target that runs in a worker process has its worker started now, and the worker says
+    whether it can run here (the runtime is not imported here to learn it): a --target one's
+    answer is waited for now, a default one's when the tests are made (``pending``)."""
     controller = worker_input is None
     check_given(o)
     if getattr(o, "certify_key", None) and not o.certify:
@@ -87,8 +92,20 @@ def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | 
                         "netrun": {"profile": o.netrun_profile}})
     if resumed is not None:
         resume_mod.check_config(resumed, opts)
-    by_selector, unavailable = _targets(names, devices, device, opts.target_options, stop)
+    by_selector, unavailable, workers = _targets(names, devices, device, opts, stop, runs)
+    try:
+        return _with_targets(o, opts, names, by_selector, unavailable, workers, resumed, device, signer, harvest)
+    except BaseException:
+        for ex in workers.values():
+            ex.close()
+        raise
+
+
+def _with_targets(o, opts, names, by_selector, unavailable, workers, resumed, device, signer, harvest) -> RunSetup:
+    """The rest of the set-up, once the targets are made (their started ``workers`` are closed by
+    the caller if it fails)."""
     targets, selectors = _named(by_selector)
+    workers = {target_name(sel): ex for sel, ex in workers.items()}
     opts = RunOptions(**{**opts.__dict__, "targets": tuple(selectors[n] for n in targets)})
     cases = load_case_files(list(opts.case_files), opts.scheme) if opts.case_files else None
     graph = feeds = None
@@ -113,7 +130,8 @@ def set_up(o, *, argv: list[str], worker_input: dict | None, harvest: Harvest | 
                             f"{resumed.options['tolerance_digest'][:12]}...): give --tolerance="
                             f"{Path(resumed.dir) / TOLERANCE_COPY}", source=str(resumed.dir),
                             field="--resume", rule="a resumed run keeps its tolerance policy")
-    return RunSetup(opts=opts, targets=targets, selectors=selectors, unavailable=unavailable, cases=cases,
+    return RunSetup(opts=opts, targets=targets, selectors=selectors, unavailable=unavailable, workers=workers,
+                    pending=[] if names else list(workers), cases=cases,
                     policy=policy, waivers=waivers, policy_text=policy_text, tolerance_digest=digest,
                     reruns=reruns, resumed=resumed, device_text=device_text, graph=graph, model_feeds=feeds,
                     signer=signer)
@@ -131,8 +149,9 @@ def _default_latency_cases(devices: list, device) -> int:
 CONSTRUCT_TIMEOUT = START_TIMEOUT
 
 
-def construct(spec: str, options: dict, stop=None) -> tuple[Any, tuple[bool, str]]:
-    """(the target ``spec`` selects, its availability), made in a thread of its own under
+def construct(spec: str, options: dict, stop=None, isolation: str | None = None) -> tuple[Any, tuple[bool, str] | None]:
+    """(the target ``spec`` selects, its availability; None if it runs in a worker process under
+    ``isolation``, whose worker says it), made in a thread of its own under
     :data:`CONSTRUCT_TIMEOUT`: a constructor that hangs (a runtime waiting for a device, a lock)
     is one QconformError, and a SIGTERM or Ctrl-C meanwhile (counted by ``stop``: its handler
     only counts while the run is set up) ends the run at once, as interrupted. A hung thread is
@@ -142,7 +161,7 @@ def construct(spec: str, options: dict, stop=None) -> tuple[Any, tuple[bool, str
     def make():
         try:
             t = get_target(spec, **options)
-            box["done"] = (t, t.availability())
+            box["done"] = (t, None if isolation and in_worker(t, isolation) else t.availability())
         except BaseException as e:  # noqa: BLE001 (raised again in the pytest process's thread)
             box["error"] = e
 
@@ -164,24 +183,49 @@ def construct(spec: str, options: dict, stop=None) -> tuple[Any, tuple[bool, str
     return box["done"]
 
 
-def _targets(names: list[str], devices: list, device, options: dict, stop=None) -> tuple[dict, dict]:
-    """The targets by --target value (bound to this process's device with --device), and the
-    default targets not available here with why. An unknown or unavailable requested target is an error."""
+def _targets(names: list[str], devices: list, device, opts: RunOptions, stop=None,
+             runs: bool = False) -> tuple[dict, dict, dict]:
+    """The targets by --target value (bound to this process's device with --device), the default
+    targets known not to be available here with why, and the started workers by --target value
+    (``runs``: of the targets that run in one, which say whether they can run here; a --target
+    one's answer is waited for). An unknown or unavailable requested target is an error."""
+    options = opts.target_options
     if devices:
         if not names:
             raise QconformError("--device needs --target (e.g. --target=htp)", field="--device")
-        return device_targets(names, device, devices, options), {}
-    chosen, unavailable = {}, {}
-    for n in names or DEFAULT_TARGETS:
-        t, (ok, why) = construct(n, options.get(n, {}), stop)
-        if ok:
-            chosen[n] = t
-        elif names:
-            raise QconformError(f"target '{n}' is not available on this machine: {why}", field="--target",
-                                rule="requested targets must be available (see `qconform targets`)")
-        else:
-            unavailable[n] = why
-    return chosen, unavailable
+        return device_targets(names, device, devices, options), {}, {}
+    chosen, unavailable, workers = {}, {}, {}
+    try:
+        for n in names or DEFAULT_TARGETS:
+            t, known = construct(n, options.get(n, {}), stop, opts.isolation if runs else None)
+            if known is None:
+                workers[n] = Isolated(t, opts.timeout, opts.ahead)
+                known = (True, "") if not names else workers[n].availability(_waiting(stop, n))
+            ok, why = known
+            if ok:
+                chosen[n] = t
+            elif names:
+                raise QconformError(f"target '{n}' is not available on this machine: {why}", field="--target",
+                                    rule="requested targets must be available (see `qconform targets`)")
+            else:
+                unavailable[n] = why
+    except BaseException:
+        for ex in workers.values():
+            ex.close()
+        raise
+    return chosen, unavailable, workers
+
+
+def _waiting(stop, spec: str):
+    """Called while a --target's worker is being waited for in the set-up (signals are only
+    counted then): one that came meanwhile ends the run at once, as interrupted."""
+    signals = stop.count if stop is not None else 0
+
+    def check():
+        if stop is not None and stop.count > signals:
+            sys.stderr.write(f"qconform: the run stops while target {spec!r} is being started\n")
+            raise KeyboardInterrupt(f"a signal while target {spec!r} was being started")
+    return check
 
 
 def _named(by_selector: dict) -> tuple[dict, dict]:

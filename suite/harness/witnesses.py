@@ -34,7 +34,8 @@ class Outside:
         if names is None:   # $QCONFORM_WITNESS_TARGETS (comma list, built-in names) narrows them
             env = [n.strip() for n in os.environ.get("QCONFORM_WITNESS_TARGETS", "").split(",") if n.strip()]
             names = [n for n in env if n in BUILTIN] if env else DEFAULT_TARGETS
-        self.names = [n for n in names if n not in set(run_targets) and n not in NOT_WITNESSES]
+        self._all = [n for n in names if n not in NOT_WITNESSES]
+        self.names = [n for n in self._all if n not in set(run_targets)]
         self.timeout, self.limit = float(timeout), limit
         self._executors: dict | None = None   # started at the first bad verdict
         self._broken: dict[str, str] = {}     # target -> why it could not even be made here
@@ -42,6 +43,11 @@ class Outside:
         self._answers: dict[str, dict[str, Outcome]] = {}   # case id -> target -> its outcome
         self._asked: list[str] = []           # case ids handed over (at most ``limit``)
         self._timing = Timing(warmup=0, repeats=1)
+
+    def readmit(self, name: str) -> None:
+        """``name`` has left the run (its worker found it unavailable): a witness like any other."""
+        if name in self._all and name not in self.names and self._executors is None:
+            self.names = [n for n in self._all if n in self.names or n == name]
 
     def _start(self) -> dict:
         if self._executors is None:
@@ -76,7 +82,8 @@ class Outside:
                 cases, outs = ex.next()
                 cid = self._queue[n].popleft()
                 o = self._answers.setdefault(cid, {})[n] = outs[0] if outs else Outcome.error("no outcome")
-                if o.status == "error" and "could not create the target" in o.reason:
+                if o.status == "error" and ("could not create the target" in o.reason
+                                            or "not available here" in o.reason):
                     self._broken[n] = o.reason   # (its runtime is missing: not started again for each case)
                     ex.close()
                     del self._executors[n]
@@ -94,7 +101,7 @@ class Outside:
 def not_run_text(status: str, reason: str) -> str:
     """Why a witness gave no outputs, in a few words (the first clause of its reason)."""
     r = " ".join(str(reason).split())
-    if "No module named" in r or "not importable" in r or "could not create the target" in r:
-        r = "unavailable here: " + r.split("could not create the target:")[-1].strip()
+    if "No module named" in r or "not importable" in r or "could not create the target" in r or "not available here" in r:
+        r = "unavailable here: " + r.split("could not create the target:")[-1].split("not available here:")[-1].strip()
     r = r.split(";")[0]
     return f"{status}: {r[:60]}" + ("..." if len(r) > 60 else "") if r else status

@@ -8,12 +8,14 @@ runtime prints can never corrupt the protocol. Messages::
     parent -> worker   ("init", {"module", "qualname", "name", "options"}, sys_path, parent_pid)
                        ("run", cases, alone, timing, fork)   # a batch (each case pickled on its own): its first `alone` alone
                        ("close",)
-    worker -> parent   ("ready", versions) | ("init_error", text)
+    worker -> parent   ("ready", versions) | ("unavailable", why) | ("init_error", text)
                        ("start", t)                      # starting the next batch (time.monotonic())
                        ("outcomes", [Outcome, ...], busy_s)
                        ("died", exit_code, log_offset)   # the batch's forked process died (see below)
 
-Batches run in the order they came, each as soon as the last is done: the parent may send
+The worker creates the target and asks its ``availability()`` before it says ``ready``: the
+runtime is imported here, never in the parent to learn whether the target can run (a target
+that cannot says ``unavailable`` with why, and ends). Batches run in the order they came, each as soon as the last is done: the parent may send
 several ahead. A reader thread takes every message off the pipe as it arrives, so the parent
 never waits to send while the worker writes outcomes it has not read yet. ``busy_s`` is the
 worker's own time on the batch; ``t`` lets the parent time a batch from its start (one
@@ -208,8 +210,12 @@ def main() -> int:
             sys.path.insert(0, p)
     try:
         target = _make_target(spec)
+        ok, why = target.availability()
     except BaseException as e:
         send(out_fd, ("init_error", f"{type(e).__name__}: {e}"[:2000]))
+        return 1
+    if not ok:
+        send(out_fd, ("unavailable", str(why)[:2000]))
         return 1
     send(out_fd, ("ready", _versions(target)))
     inbox: queue.SimpleQueue = queue.SimpleQueue()
