@@ -13,6 +13,8 @@ wrong becomes the verdict of *that* case:
   one case at a time, a fresh worker after each crash;
 * a case a finding says crashes the target (submitted with ``fork``) runs in a child forked
   from the worker: its death is the same ``crash`` and the worker goes on (no restart);
+* a worker that finds the target unavailable here (its ``availability()``) says why once: the
+  run leaves the target out (suite/plugin.py ``_settle``), a witness answers it for each case;
 * a worker that cannot create the target -> ``error`` for the batch, with why; one that does
   not create it within ``START_TIMEOUT`` (a constructor that hangs) -> ``timeout while
   starting`` for every case of that target, waited for once: the run goes on.

@@ -101,7 +101,7 @@ class Outside:
 def not_run_text(status: str, reason: str) -> str:
     """Why a witness gave no outputs, in a few words (the first clause of its reason)."""
     r = " ".join(str(reason).split())
-    if "No module named" in r or "not importable" in r or "could not create the target" in r or "not available here" in r:
+    if any(w in r for w in ("No module named", "not importable", "could not create the target", "not available here")):
         r = "unavailable here: " + r.split("could not create the target:")[-1].split("not available here:")[-1].strip()
     r = r.split(";")[0]
     return f"{status}: {r[:60]}" + ("..." if len(r) > 60 else "") if r else status

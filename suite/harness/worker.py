@@ -15,7 +15,9 @@ runtime prints can never corrupt the protocol. Messages::
 
 The worker creates the target and asks its ``availability()`` before it says ``ready``: the
 runtime is imported here, never in the parent to learn whether the target can run (a target
-that cannot says ``unavailable`` with why, and ends). Batches run in the order they came, each as soon as the last is done: the parent may send
+that cannot says ``unavailable`` with why, and ends).
+
+Batches run in the order they came, each as soon as the last is done: the parent may send
 several ahead. A reader thread takes every message off the pipe as it arrives, so the parent
 never waits to send while the worker writes outcomes it has not read yet. ``busy_s`` is the
 worker's own time on the batch; ``t`` lets the parent time a batch from its start (one
