@@ -379,6 +379,8 @@ class QconformSession:
             raise
 
     def _start(self, config, s) -> None:
+        """The session from the run's set-up ``s`` (the rest of __init__, which ends the workers
+        the set-up started if this fails)."""
         o = config.option
         self.opts, self.targets, self.selectors, self.unavailable = s.opts, s.targets, s.selectors, s.unavailable
         # default targets whose workers have not said yet whether they can run here: waited for
