@@ -329,9 +329,10 @@ class Isolated:
             return self._hung
         if self.unavailable is not None:
             return Outcome.error(f"the target is not available here: {self.unavailable}")
-        # a new worker if the last died after its first message (one that ends once it has said why
-        # it cannot start is read first)
-        if self.worker is None or (self.worker._ready is not None and self.worker.proc.poll() is not None):
+        # a new worker if the last died after it said ready (one that ends once it has said why it
+        # cannot start, or dies starting, is read first)
+        w = self.worker
+        if w is None or (isinstance(w._ready, tuple) and w._ready[0] == "ready" and w.proc.poll() is not None):
             self._discard()
             self.worker = Worker(self.spec)
             self.stats["workers_started"] += 1
