@@ -98,6 +98,10 @@ class InProcess:
         except Exception as e:
             return {"error": f"{type(e).__name__}: {e}"}
 
+    def known_versions(self) -> dict[str, str]:
+        """(In this process: known without waiting.)"""
+        return self.versions()
+
     #: (a known crash ends this process all the same: --isolation none gives no protection)
     forks = False
 

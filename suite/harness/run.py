@@ -84,7 +84,7 @@ class Run:
         """The versions if known without waiting for a worker (None: its worker has not said yet)."""
         ex = self.executors.get(target)
         if target not in self._versions and ex is not None:
-            known = ex.known_versions() if hasattr(ex, "known_versions") else ex.versions()
+            known = ex.known_versions() if hasattr(ex, "known_versions") else None
             if known is not None:
                 self._versions[target] = known
         return self._versions.get(target)
