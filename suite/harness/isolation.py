@@ -21,8 +21,8 @@ wrong becomes the verdict of *that* case:
 
 The worker is started when the run is set up, so it imports its runtime while the cases are
 made and collected; its first message says whether the target can run here (its
-``availability()``, asked there: :meth:`Isolated.availability`) and carries its versions. Batches are queued
-(:meth:`Isolated.submit`) and taken in order (:meth:`Isolated.next`); up to ``AHEAD`` of
+``availability()``, asked there: :meth:`Isolated.availability`) and carries its versions.
+Batches are queued (:meth:`Isolated.submit`) and taken in order (:meth:`Isolated.next`); up to ``AHEAD`` of
 them are in the worker at once, so it runs the next ones while this process judges and
 reports the last (docs/performance.md: what this saves). A worker runs at a lower priority
 than this process (suite/harness/worker.py ``WORKER_NICE``): on a 2-core machine eight workers
