@@ -150,7 +150,8 @@ def _suite(args, targets: list[str] | None, ops: list[str] | None, out: dict) ->
               + "\n".join(f"!!!   {b}" for b in bad) + "\n" + "!" * 78, flush=True)
     names = targets or list(DEFAULT_TARGETS)
     print("\n== the targets' own time for the same cases (in-process, no pytest/golden/isolation): every case "
-          "in batches, then as the run plans them (the first 3 of each group alone, for their latency)", flush=True)
+          "in batches, then as the run plans them (the first 3 of each group alone, for their latency); each "
+          "target's least time of 2 rounds", flush=True)
     own = suite_run.own_time(names, args.cases_per_op, ops, args.batch_size, log=lambda s: print(s, flush=True))
     planned = suite_run.own_time(names, args.cases_per_op, ops, args.batch_size, log=lambda s: print(s, flush=True),
                                  latency_cases=3)
