@@ -7,6 +7,13 @@ runinfo (run.json), parquet (results.parquet), certify (the certificate) and dif
 (``qconform diff``) beside them; build (:func:`write_reports`, the one entry point) on top.
 """
 
-from reports.build import Report, terminal_lines, write_reports
-
 __all__ = ["Report", "terminal_lines", "write_reports"]
+
+
+def __getattr__(name: str):
+    """build's names, imported when first asked for: ``python -m reports.parquet`` (a child of every
+    run) and the harness's ``reports.results`` need none of build's imports (NumPy, causes, certify)."""
+    if name in __all__:
+        from reports import build
+        return getattr(build, name)
+    raise AttributeError(f"module 'reports' has no attribute {name!r}")
