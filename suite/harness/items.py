@@ -4,12 +4,14 @@ judged, recorded and reported on its own.
 pytest's protocol costs about 0.7 ms an item before any work (docs/performance.md), more than a
 target takes for most cases; so the item runs the cases of its (op, target) that this session
 selected (``--case-id``, ``--resume``), each judged as ``--item=case`` judges it (Run.verdict: its
-row, its failure file, its witnesses). A case that does not pass is then reported as itself:
+row, its failure file, its witnesses). A case that fails or errs is then reported as itself:
 pytest's public ``TestReport``, with the node id its own item has under ``--item=case``
 (``<OP>:<target>::test_case[<case id>:<target>]``), goes through ``pytest_runtest_logreport``, so
 the terminal gives it its own line, the JUnit file its own testcase, and pytest's cache
 (``--lf``) its own entry; a passing case is only its row (and, if the cache held it as failed,
-a passing report that drops it there). The reports are logged once the item's call phase has ended
+a passing report that drops it there); the unsupported cases are reported once per reason they
+share (a skipped report under the first one's node id, naming how many and which: pytest keeps
+every report to the end of the run). The reports are logged once the item's call phase has ended
 (from the plugin's ``pytest_runtest_makereport``), outside output capture; each reported case
 counts as one more test collected (pytest's progress percentage counts every node id reported).
 
@@ -84,6 +86,7 @@ class CaseReports:
         self.keywords = {k: 1 for k in item.keywords if k != item.name}
         self.reports: list = []
         self.judged = self.passed = 0
+        self.unsupported: dict[str, list[str]] = {}   # reason -> case ids (reported together: unsupported)
 
     def _make(self, case_id: str, props: list):
         nodeid = case_nodeid(self.item.parent.nodeid, case_id, self.target)
@@ -105,6 +108,11 @@ class CaseReports:
         self.passed += outcome is Outcome.PASSED
         if outcome is Outcome.PASSED and (case_id, self.target) not in self.failed:
             return
+        if outcome is Outcome.SKIPPED and (case_id, self.target) not in self.failed:
+            # not checked, and why: one report per reason (pytest keeps every report to the end:
+            # a certification of one kernel on 49 ops reported 48,000 such cases, 5.8 KB each)
+            self.unsupported.setdefault(v.reason or "", []).append(case_id)
+            return
         props = [(name, v.row[k]) for k, name in self.properties if v.row.get(k) is not None]
         rep = self._make(case_id, props)
         secs = v.seconds or 0.0
@@ -121,6 +129,17 @@ class CaseReports:
         else:   # a failure (with --runxfail, a known one too)
             call = rep("call", "failed", v.message, secs)
         self.reports += [rep("setup"), call, rep("teardown")]
+
+    def add_unsupported(self) -> None:
+        """One skipped report for each reason this group's unsupported cases share, under its first
+        case's node id, naming how many and which (their rows say it of each)."""
+        for reason, ids in self.unsupported.items():
+            n = len(ids)
+            named = ", ".join(ids[:5]) + (f" and {n - 5} more" if n > 5 else "")
+            text = f"Skipped: unsupported on {self.target}: {reason}" + (f" ({n} cases: {named})" if n > 1 else "")
+            rep = self._make(ids[0], [("qconform.status", "unsupported"), ("qconform.cases", n)])
+            self.reports += [rep("setup"), rep("call", "skipped", (self.path, self.line, text)), rep("teardown")]
+        self.unsupported = {}
 
     def error(self, case_id: str, e: BaseException) -> None:
         """Judging the case raised (a harness bug): its ERROR, with the traceback."""
@@ -146,6 +165,7 @@ def run_group(item, run, target: str, cases: list, add_row, reports: CaseReports
         reports.add(case.id, v)
         if item.session.shouldstop:
             break
+    reports.add_unsupported()
     # its JUnit testcase says what it covered (the other cases have testcases of their own)
     item.user_properties += [("qconform.cases", reports.judged), ("qconform.passed", reports.passed)]
 
