@@ -387,6 +387,7 @@ class QconformSession:
         # when the tests are made (_settle), so the cases are made while the workers import
         self.pending = list(s.pending)
         self.cases, self.graph, self.model_feeds = s.cases, s.graph, s.model_feeds
+        self._dropped_digests: list = []   # [case id, sha256] of the cases of ops done (_drop_cases)
         self.policy, self.tolerance_digest, self.reruns = s.policy, s.tolerance_digest, s.reruns
         self.resumed, self.device_text = s.resumed, s.device_text
         self.signer = s.signer   # --certify's key, read (or made) before anything runs
@@ -751,7 +752,20 @@ class QconformSession:
             left[op] -= 1
             if left[op] <= 0 and self.run is not None:
                 self.run.forget(op)
+                self._drop_cases(op)
         return res
+
+    def _drop_cases(self, op: str) -> None:
+        """``op``'s tests have all run: its cases go (memory flat in the cases, issue #32); what
+        the certificate needs of them, their ids and digests, stays."""
+        if not self.cases:
+            return
+        keep, gone = [], []
+        for c in self.cases:
+            (gone if c.op == op else keep).append(c)
+        if self.opts.certify and self.graph is None:
+            self._dropped_digests += [[c.id, c.sha256()] for c in gone]
+        self.cases = keep
 
     @pytest.hookimpl(wrapper=True)
     def pytest_report_from_serializable(self, config, data):
@@ -837,7 +851,7 @@ class QconformSession:
                                             waivers=self.waivers,
                                             certify=self.opts.certify, run_info=doc,
                                             baseline=self.baseline,
-                                            certify_cases=([[c.id, c.sha256()] for c in self._cases()]
+                                            certify_cases=(self._dropped_digests + [[c.id, c.sha256()] for c in self._cases()]
                                                            if self.opts.certify and self.graph is None else None),
                                             certify_key=self.signer)
                 if self.interrupted or self.stop is None or self.stop.count == signals:
