@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,8 @@ from targets.base import Outcome
 SCHEME = "tflite-ref-double"
 LABELS = ["cold", "default", "--item=case", "--ahead 0", "--golden-cache off", "no golden memo", "goldens cold",
           "goldens cold, no golden memo"]
+#: the variants the end-to-end test runs (--suite-variants; a variant's baseline comes along)
+RUN = ["cold", "default", "--item=case", "goldens cold", "goldens cold, no golden memo"]
 
 
 def test_benchmark_cases_follow_the_spec():
@@ -103,7 +106,8 @@ def test_bench_command_prints_every_part(qconform_cli, tmp_path):
     pytest.importorskip("onnxruntime")
     out = tmp_path / "bench.json"
     p = qconform_cli("bench", "--golden-scale", "16", "--repeats", "2", "--cases-per-op", "2",
-                     "--targets", "tflite-ref,ort", "--ops", "ADD,MEAN", "--warm-runs", "1", f"--json={out}",
+                     "--targets", "tflite-ref,ort", "--ops", "ADD,MEAN", "--warm-runs", "1", "--own-rounds", "1",
+                     "--suite-variants=--item=case;goldens cold, no golden memo", f"--json={out}",
                      timeout=900)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     for head in ("golden vs tflite-ref", "cases per second per target", "the default run"):
@@ -116,12 +120,12 @@ def test_bench_command_prints_every_part(qconform_cli, tmp_path):
     assert modes == {("tflite-ref", "off"), ("tflite-ref", "on"), ("ort", "off"), ("ort", "on")}
     suite = doc["suite"]
     rows = suite["variants"]
-    assert [r["label"] for r in rows] == LABELS
-    for label in LABELS:
+    assert [r["label"] for r in rows] == RUN
+    for label in RUN:
         assert label in p.stdout
     assert suite["outcomes_identical"] and suite["mismatches"] == []
     runs = [run for r in rows for run in r["runs"]]
-    assert len(runs) == len(LABELS) and all(len(r["runs"]) == 1 for r in rows)
+    assert len(runs) == len(RUN) and all(len(r["runs"]) == 1 for r in rows)
     # (--item=case: pytest counts its items, one per case; run.json counts the same rows)
     assert len({run["outcome"] for run in runs if "--item" not in run["command"]}) == 1 and "passed" in runs[0]["outcome"]
     assert len({json.dumps(run["counts"], sort_keys=True) for run in runs}) == 1 and runs[0]["counts"]
@@ -129,19 +133,16 @@ def test_bench_command_prints_every_part(qconform_cli, tmp_path):
     cmd = suite["default_command"]
     assert "--target=tflite-ref,ort" in cmd and "--ops" in cmd and "--cases-per-op" in cmd
     byl = {r["label"]: r for r in rows}
-    assert byl["--ahead 0"]["args"] == ["--ahead", "0"]
-    assert byl["--golden-cache off"]["args"] == ["--golden-cache=off"]
-    assert byl["no golden memo"]["args"] == ["-p", "suite.bench.no_memo"]
     assert byl["goldens cold, no golden memo"]["args"] == ["--golden-cache=<an empty folder>", "-p", "suite.bench.no_memo"]
-    assert any("--golden-cache=off" in a for a in byl["--golden-cache off"]["runs"][0]["command"])
+    assert byl["--item=case"]["args"] == ["--item", "case"]
     for r in rows:
         assert r["median_s"] > 0 and r["min_s"] <= r["median_s"] <= r["max_s"]
         assert r["pct_vs_default"] is not None
         assert r["runs"][0]["cost"]["rows"] == runs[0]["cost"]["rows"] > 0
     assert set(suite["own_s"]) == {"tflite-ref", "ort"} and all(x > 0 for x in suite["own_s"].values())
-    assert set(suite["wall_over_own"]) == set(LABELS) and "wall / own time" in p.stdout
-    # the floor as the run plans the cases too (3 of each group alone): never below the batched one by much
-    assert set(suite["own_planned_s"]) == {"tflite-ref", "ort"} and set(suite["wall_over_own_planned"]) == set(LABELS)
+    assert set(suite["wall_over_own"]) == set(RUN) and "wall / own time" in p.stdout
+    # the floor as the run plans the cases too (3 of each group alone)
+    assert set(suite["own_planned_s"]) == {"tflite-ref", "ort"} and set(suite["wall_over_own_planned"]) == set(RUN)
     assert "as the run plans them" in p.stdout
     for k in ("load_before", "load_after"):
         assert len(doc[k]) == 3
@@ -180,3 +181,16 @@ def test_own_time_plans_a_group_as_the_run_does():
 def test_suite_variants_can_be_chosen():
     with pytest.raises(ValueError, match="unknown variant"):
         suite_run.run_variants(only=["--no-such"], warm_runs=0)
+
+
+def test_every_suite_variant_and_its_arguments():
+    """(The end-to-end test above runs some of them.)"""
+    by = {v.label: suite_run._variant_args(v) for v in suite_run.VARIANTS}
+    assert ["cold", *by] == LABELS
+    assert by["--ahead 0"] == ["--ahead", "0"]
+    assert by["--golden-cache off"] == ["--golden-cache=off"]
+    assert by["no golden memo"] == ["-p", "suite.bench.no_memo"]
+    assert by["goldens cold, no golden memo"] == ["--golden-cache=<an empty folder>", "-p", "suite.bench.no_memo"]
+    cache = Path("/tmp/qc-cache")
+    cmd = suite_run.command(suite_run.VARIANTS[3], cache, cache / "r")
+    assert "--golden-cache=off" in cmd

@@ -64,6 +64,8 @@ def register(sub) -> None:
     p.add_argument("--suite-variants", default=None, metavar="LABEL[;LABEL]",
                    help="suite: only these variants besides default (';'-separated labels as the table "
                         "prints them, e.g. '--item=case;--ahead 0'); default: every variant")
+    p.add_argument("--own-rounds", type=int, default=2, metavar="N",
+                   help="suite: rounds of the targets' own time, each target's least kept (default 2)")
     p.add_argument("--suite-unbatched", action="store_true",
                    help="suite: also a variant with --batch-size 1 and no QNN context cache (slow)")
     p.add_argument("--json", default=None, metavar="FILE", help="also write every figure as JSON")
@@ -74,9 +76,9 @@ def main(args) -> int:
     parts = [k for k in ("golden", "throughput", "suite") if getattr(args, k)] or ["golden", "throughput", "suite"]
     ops = [x.strip() for x in args.ops.split(",") if x.strip()] if args.ops else None
     if (args.golden_scale < 1 or args.repeats < 1 or args.batch_size < 1 or args.warm_runs < 1
-            or (args.cases_per_op is not None and args.cases_per_op < 1)):
-        raise QconformError("--golden-scale, --repeats, --cases-per-op, --batch-size and --warm-runs must be >= 1",
-                            field="bench")
+            or not 1 <= args.own_rounds <= 100 or (args.cases_per_op is not None and args.cases_per_op < 1)):
+        raise QconformError("--golden-scale, --repeats, --cases-per-op, --batch-size, --warm-runs and --own-rounds "
+                            "must be >= 1 (--own-rounds at most 100)", field="bench")
     if args.repeats > MAX_REPEATS or (args.cases_per_op or 0) > MAX_CASES_PER_OP:
         raise QconformError(f"--repeats at most {MAX_REPEATS:,}, --cases-per-op at most {MAX_CASES_PER_OP:,} "
                             f"(got {args.repeats:,}, {args.cases_per_op or 0:,})", field="bench",
@@ -151,10 +153,11 @@ def _suite(args, targets: list[str] | None, ops: list[str] | None, out: dict) ->
     names = targets or list(DEFAULT_TARGETS)
     print("\n== the targets' own time for the same cases (in-process, no pytest/golden/isolation): every case "
           "in batches, then as the run plans them (the first 3 of each group alone, for their latency); each "
-          "target's least time of 2 rounds", flush=True)
-    own = suite_run.own_time(names, args.cases_per_op, ops, args.batch_size, log=lambda s: print(s, flush=True))
+          f"target's least time of {args.own_rounds} round(s)", flush=True)
+    own = suite_run.own_time(names, args.cases_per_op, ops, args.batch_size, log=lambda s: print(s, flush=True),
+                             rounds=args.own_rounds)
     planned = suite_run.own_time(names, args.cases_per_op, ops, args.batch_size, log=lambda s: print(s, flush=True),
-                                 latency_cases=3)
+                                 latency_cases=3, rounds=args.own_rounds)
     ratio, ratio_planned = suite_run.ratios(rows, own), suite_run.ratios(rows, planned)
     for what, t, r in (("batched", own, ratio), ("as the run plans them", planned, ratio_planned)):
         print(f"  targets' own time, {what}: {sum(t.values()):.2f} s (" + ", ".join(f"{n} {s:.2f}" for n, s in t.items())
