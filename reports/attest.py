@@ -125,19 +125,24 @@ def _read_key_file(path: Path, what: str, field: str, private: bool) -> bytes:
                             rule="a readable key file") from None
 
 
+def _parse_key(data: bytes, p: Path, field: str, load, kind, label: str, what: str, rule: str):
+    """``load(data)``, a ``kind`` key (an "``label`` key"), or one QconformError naming the file."""
+    try:
+        key = load(data)
+    except (ValueError, TypeError) as e:
+        raise QconformError(f"not {what} ({str(e)[:120]})", source=str(p), field=field, rule=rule) from None
+    if not isinstance(key, kind):
+        raise QconformError(f"a {type(key).__name__}, not an {label} key", source=str(p), field=field, rule=rule)
+    return key
+
+
 def load_signer(path: str | Path, field: str = "--certify-key") -> Signer:
     """The Ed25519 private key in the PEM file ``path``. Any problem (missing, not a regular file,
     a FIFO, /dev/zero, unsafe mode, not an Ed25519 PEM key) is one QconformError naming it."""
     p = Path(path)
-    data = _read_key_file(p, "signing key", field, private=True)
-    try:
-        key = serialization.load_pem_private_key(data, password=None)
-    except (ValueError, TypeError) as e:
-        raise QconformError(f"not an unencrypted PEM private key ({str(e)[:120]})", source=str(p), field=field,
-                            rule="an Ed25519 key of `qconform keygen`") from None
-    if not isinstance(key, ed25519.Ed25519PrivateKey):
-        raise QconformError(f"a {type(key).__name__}, not an Ed25519 key", source=str(p), field=field,
-                            rule="an Ed25519 key of `qconform keygen`")
+    key = _parse_key(_read_key_file(p, "signing key", field, private=True), p, field,
+                     lambda d: serialization.load_pem_private_key(d, password=None), ed25519.Ed25519PrivateKey,
+                     "Ed25519", "an unencrypted PEM private key", "an Ed25519 key of `qconform keygen`")
     return Signer(key, p, keyid_of(key.public_key()))
 
 
@@ -148,15 +153,8 @@ def load_public(path: str | Path, field: str = "--public-key"):
     if b"PRIVATE KEY" in data:
         raise QconformError("this is a private key: give the public one (its .pub file); an auditor never needs "
                             "the private key", source=str(p), field=field, rule="a public key")
-    try:
-        key = serialization.load_pem_public_key(data)
-    except (ValueError, TypeError) as e:
-        raise QconformError(f"not a PEM public key ({str(e)[:120]})", source=str(p), field=field,
-                            rule="the .pub file of `qconform keygen`") from None
-    if not isinstance(key, ed25519.Ed25519PublicKey):
-        raise QconformError(f"a {type(key).__name__}, not an Ed25519 public key", source=str(p), field=field,
-                            rule="the .pub file of `qconform keygen`")
-    return key
+    return _parse_key(data, p, field, serialization.load_pem_public_key, ed25519.Ed25519PublicKey,
+                      "Ed25519 public", "a PEM public key", "the .pub file of `qconform keygen`")
 
 
 def _write_new(path: Path, data: bytes, mode: int) -> None:
