@@ -505,10 +505,12 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
             d.groups.append({**entry, "what": kinds})
     bv, nv = read_group_verdicts(rb.folder), read_group_verdicts(rn.folder)
     if nv is None:   # no "no regression" while a verdict of the run is unknown
-        raise QconformError("no summary.csv: the run's group verdicts (bias, declared scheme) are unknown",
+        raise QconformError("no summary.csv, or a run whose groups were not judged (it did not finish): the run's "
+                            "group verdicts (bias, declared scheme) are unknown",
                             source=str(rn.folder), field="RUN_DIR", rule="`qconform report RUN_DIR` writes it")
     if bv is None:
-        d.notes.append("no summary.csv in the baseline: its group verdicts are unknown; the run's failing ones count as new")
+        d.notes.append("no group verdicts in the baseline (no summary.csv, or it did not finish): the run's failing "
+                       "ones count as new")
     d.verdicts = compare_verdicts(bv, nv, {(k[0], k[1]) for k in pairs})
     if other_facts:
         t, dev = sorted(other_facts)[0]

@@ -60,7 +60,7 @@ def _split(cell: str | None) -> list[str]:
 def read_group_verdicts(folder: str | Path) -> dict[tuple, dict[str, Any]] | None:
     """{(op, target, device, kind): {text, known (the finding) or None, failing, bias_lsb, bias_p}}
     of the run folder; None when it has no summary.csv (a run from before group verdicts, or one
-    that did not finish)."""
+    that did not finish) or when its groups were not judged (``group_incomplete``)."""
     folder = Path(folder)
     text = _read(folder / SUMMARY_CSV, "summary.csv")
     if text is None:
@@ -70,6 +70,8 @@ def read_group_verdicts(folder: str | Path) -> dict[tuple, dict[str, Any]] | Non
         op, target = r.get("op"), r.get("target")
         if not op or not target:
             continue
+        if r.get("group_incomplete"):   # an incomplete run judged no group: not judged, never passing
+            return None
         for cell, known in (("group_failure", False), ("group_known", True)):
             for t in _split(r.get(cell)):
                 kind, dev = _kind(t)

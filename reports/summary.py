@@ -295,10 +295,21 @@ def case_counts(t: dict[str, int]) -> str:
     return f"{_n(t['cases'], 'result')}: {', '.join(parts)}"
 
 
+#: the verdicts that certify an (op, target) (reports/certify.py)
+CONFORMANT = ("bit-exact", "conformant within tolerance")
+
+
 def certificate_failures(cert: dict | None) -> list[str]:
-    """The certified (op, target)s that are non-conformant, each with its reason (reports/certify.py)."""
-    return [f"{o.get('op')} ({o.get('spec')}) on {o.get('target')}: {o.get('reason') or 'see certificate.md'}"
-            for o in (cert or {}).get("ops") or [] if o.get("verdict") == "non-conformant"]
+    """The certified (op, target)s that are non-conformant, each with its reason (reports/certify.py);
+    and a certificate that certifies nothing (every (op, target) unsupported) says so: no pass."""
+    if cert is None:
+        return []
+    ops = [o for o in cert.get("ops") or [] if isinstance(o, dict)]
+    out = [f"{o.get('op')} ({o.get('spec')}) on {o.get('target')}: {o.get('reason') or 'see certificate.md'}"
+           for o in ops if o.get("verdict") == "non-conformant"]
+    if not any(o.get("verdict") in CONFORMANT for o in ops):
+        out.append("no (op, target) is certified conformant (each unsupported, or none in the certificate)")
+    return out
 
 
 def terminal_verdict(t: dict[str, int], *, runxfail: bool = False, known_groups: int = 0,

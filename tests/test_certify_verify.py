@@ -180,3 +180,26 @@ def test_a_merged_sharded_run_certifies_its_shards_cases(pytester, tmp_path, mon
     assert cs["cases"] == len(cs["list"]) and not cs["unlisted"] and not cs["digest_mismatch"]
     assert main(["certify", "--verify", str(out / "certificate.json"), f"--waivers={w}"]) == 0, capsys.readouterr().out
     # (the user's own public key, by default: what `pytest --certify` signed with)
+
+
+def test_a_certificate_that_certifies_nothing_fails_the_run_and_its_verification(pytester, tmp_path, capsys):
+    """Every (op, target) unsupported: nothing is certified, so neither the run nor --verify passes."""
+    key = tmp_path / "key.pem"
+    attest.keygen(key)
+    run, rd = run_inprocess(pytester, "--target=tests.tie_kernels:VendorFC", "--ops", "ADD,MUL",
+                            "--cases-per-op", "2", "--certify", f"--certify-key={key}")
+    assert run.returncode == 1, run.stdout[-2000:]
+    doc = _doc(json.loads((rd / "certificate.json").read_text()))
+    assert {o["verdict"] for o in doc["ops"]} == {"unsupported"}
+    assert main(["certify", "--verify", str(rd / "certificate.json"), f"--public-key={attest.public_path(key)}"]) == 1
+    out = capsys.readouterr().out
+    assert "no (op, target) is certified conformant" in out and "NON-CONFORMANT" in out
+
+
+def test_a_verification_that_compared_no_kernel_file_says_so(cert, tmp_path, capsys):
+    env, key, _ = cert
+    doc = _doc(env)
+    if not any((t.get("kernel") or {}).get("sources") for t in doc["targets"].values()):
+        pytest.fail("the certified kernel names its source files")
+    assert _verify(tmp_path, env, key) == 0
+    assert "the kernel files NOT compared (give --kernel-source)" in capsys.readouterr().out

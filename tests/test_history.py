@@ -165,3 +165,15 @@ def test_history_of_a_year_of_nights(tmp_path):
     took = time.perf_counter() - t
     assert len(series) == 1 and len(series[0].runs) == 365 and not notes
     print(f"history of 365 runs x 20 rows: {took:.2f} s")   # (measured, not asserted: no test asserts speed)
+
+
+def test_an_incomplete_runs_groups_are_not_judged_never_passing(tmp_path):
+    """summary.csv of a run that did not finish says `group_incomplete`: its groups are unknown ("-"),
+    not passes that would cut a failing group's streak."""
+    from reports.groups import read_group_verdicts
+    (tmp_path / "summary.csv").write_text(
+        "op,target,group_failure,group_known,group_incomplete\n"
+        "ADD,ort,,,not judged as a whole: the run did not finish\n")
+    assert read_group_verdicts(tmp_path) is None
+    (tmp_path / "summary.csv").write_text("op,target,group_failure,group_known,group_incomplete\nADD,ort,,,\n")
+    assert read_group_verdicts(tmp_path) == {}

@@ -162,3 +162,16 @@ def test_a_model_run_runs_its_targets_one_after_another(tmp_path, pytester):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     order = [json.loads(line)["target"] for line in (rd / "results.jsonl").read_text().splitlines() if line.strip()]
     assert order and [t for i, t in enumerate(order) if i == 0 or t != order[i - 1]] == ["tflite-ref", "ref"]
+
+
+def test_a_model_none_of_whose_layers_was_checked_fails_the_run():
+    """Every layer unsupported on the target (or none harvested), the whole model run: not a PASS on 0 of N."""
+    from types import SimpleNamespace
+    from suite.models.verdicts import model_lines, model_row
+    graph = SimpleNamespace(name="m.tflite", layers=[], outputs=[], invocations=1, operators=3,
+                            not_covered={"SQRT": ["op0: not in the spec table", "op1: not in the spec table"]})
+    unsupported = [{"layer": 2, "node": "op2", "source": "case", "status": "unsupported", "reason": "int16 only"}]
+    row = model_row(graph, "tflite", unsupported, "ran", "tflite-ref-double")
+    assert (row["verdict"], row["layers_checked"], row["layers_total"]) == ("unchecked", 0, 3)
+    ((line, bad),) = model_lines([{**row, "_outputs": []}])
+    assert bad and "UNCHECKED" in line and "the run fails" in line

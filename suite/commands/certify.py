@@ -29,6 +29,7 @@ from reports import attest
 from reports.certify import (CERT_MD, FORMAT, case_list_digest, read_envelope, sha256_file, suite_digests,
                              to_markdown)
 from reports.runinfo import git_info
+from reports.summary import CONFORMANT
 from suite.cases.generate import generate, generator_ops
 from suite.core.errors import QconformError
 from suite.core.tolerance import DEFAULT_FILE
@@ -93,11 +94,16 @@ def _file_check(name: str, want, given: list[str]) -> tuple[bool, str]:
     return False, f"{name}: sha256 {want} (give the file with the option; none given matches)"
 
 
+def _certified(cert: dict) -> list[tuple[str, dict]]:
+    """(target, {path, sha256}) of each kernel source and library the certificate names."""
+    return [(t, f) for t, v in (cert.get("targets") or {}).items() if isinstance(v, dict)
+            for f in ((v.get("kernel") or {}).get("sources") or []) + ((v.get("kernel") or {}).get("libraries") or [])
+            if isinstance(f, dict)]
+
+
 def _kernels(cert: dict, given: list[str]) -> list[tuple[bool, str]]:
     """Each kernel file given, against the certified one of its name (or its digest)."""
-    certified = [(t, f) for t, v in (cert.get("targets") or {}).items() if isinstance(v, dict)
-                 for f in ((v.get("kernel") or {}).get("sources") or []) + ((v.get("kernel") or {}).get("libraries") or [])
-                 if isinstance(f, dict)]
+    certified = _certified(cert)
     out = []
     for g in given:
         try:
@@ -130,15 +136,14 @@ def sha256_file_any(path: str) -> str:
 def verdicts(cert: dict) -> list[tuple[bool, str]]:
     """One line per certified (op, target): its verdict, and why when non-conformant."""
     out = []
-    for o in cert.get("ops") or []:
-        if not isinstance(o, dict):
-            continue
+    ops = [o for o in cert.get("ops") or [] if isinstance(o, dict)]
+    for o in ops:
         v = o.get("verdict")
-        ok = v in ("bit-exact", "conformant within tolerance")
+        ok = v in CONFORMANT
         why = f": {o.get('reason')}" if not ok and o.get("reason") else ""
         out.append((ok or v == "unsupported",
                     f"verdict: {o.get('op')} ({o.get('spec')}) on {o.get('target')}: {v}{why}"))
-    if all(ok for ok, _ in out) and not any(ok for ok, what in out if not what.endswith(": unsupported")):
+    if not any(o.get("verdict") in CONFORMANT for o in ops):   # (all unsupported, or none: nothing certified)
         out.append((False, "verdict: no (op, target) is certified conformant"))
     return out
 
@@ -240,8 +245,10 @@ def run(args) -> int:
         print(f"{'ok      ' if ok else 'MISMATCH' if not what.startswith('verdict') else 'FAIL    '}  {what}")
     facts = [c for c in checks if not c[1].startswith("verdict")]
     good_facts, good = all(ok for ok, _ in facts), all(ok for ok, _ in checks)
+    unseen = bool(_certified(cert)) and not args.kernel_source   # (named on the verdict line: not checked)
     print(f"qconform certify: {args.verify}: " + (
-        "VERIFIED against this checkout, every certified (op, target) conformant" if good else
+        "VERIFIED against this checkout, every certified (op, target) conformant"
+        + ("; the kernel files NOT compared (give --kernel-source)" if unseen else "") if good else
         "VERIFIED against this checkout, but NON-CONFORMANT (see the verdicts above)" if good_facts else
         "does NOT match this checkout"))
     return VERIFIED if good else MISMATCH

@@ -228,7 +228,10 @@ def model_row(graph: Graph, target: str, rows: list[dict], whole: str, scheme: s
            "first_failing_layer": "" if failing is None else failing["layer"],
            "inputs": graph.invocations if any(r["source"] == "model" for r in rows) else "",
            **coverage(graph, rows)}
-    return {**row, **model_verdict(graph.name, target, rows, outs, whole, failing)}
+    v = model_verdict(graph.name, target, rows, outs, whole, failing)
+    if v["verdict"] in ("pass", "cases") and not row["layers_checked"]:   # green is earned: nothing checked is no pass
+        v = {**v, "verdict": "unchecked", "verdict_reason": f"no layer of the model was checked on {target}"}
+    return {**row, **v}
 
 
 def model_verdict(model: str, target: str, rows: list[dict], outs: list[dict], whole: str, failing) -> dict:
@@ -268,7 +271,7 @@ def model_lines(model_rows: list[dict]) -> list[tuple[str, bool]]:
     """One terminal line per (model, target), and whether it fails the run."""
     out = []
     for m in model_rows:
-        bad = m["verdict"] in ("error", "fail")
+        bad = m["verdict"] in ("error", "fail", "unchecked")
         lsb = m["output_max_abs_lsb"]
         cov = coverage_text(m)
         text = (f"model {m['model']} on {m['target']}: {m['verdict'].upper()}" + (f" {cov}" if cov else "")
