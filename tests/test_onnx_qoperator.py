@@ -229,8 +229,13 @@ def test_dynamic_quantization_and_a_symbolic_width(tmp_path):
     g = harvest_model(dst, input_shapes=parse_input_shapes(["x=1,3,8,8"]))
     assert not g.layers and g.specs["x"].shape == (1, 8, 8, 3)
     nc = g.not_covered
-    assert set(nc) == {"ConvInteger", "MatMulInteger", "DynamicQuantizeLinear"}, nc
-    assert all("dynamic quantization" in why for whys in nc.values() for why in whys)
+    dynamic = {"ConvInteger", "MatMulInteger", "DynamicQuantizeLinear"}
+    assert dynamic <= set(nc), nc
+    assert all("dynamic quantization" in why for op in dynamic for why in nc[op])
+    # the model's float ops the dynamic quantization left float are named too: no node drops out of coverage
+    assert all("a float op outside any quantized region" in why for op in set(nc) - dynamic for why in nc[op])
+    computing = [n for n in onnx.load(str(dst)).graph.node if n.op_type not in ("Constant", "Shape", "Identity")]
+    assert sum(len(v) for v in nc.values()) == len(computing)
     assert "outputs the int32 sums, not a requantized code" in nc["ConvInteger"][0]
     with pytest.raises(QconformError, match="fixed at 3 in the model"):
         harvest_model(dst, input_shapes={"x": (1, 4, 8, 8)})
@@ -436,3 +441,20 @@ def test_a_cut_in_an_onnx_model_is_fed_what_ort_computed_there(tmp_path):
     c = run_graph(graph, model_feeds(graph, None, 0), SCHEME)["c"].astype(np.int64)
     assert (x[:, 0] == -7).all() and (x[:, -1] == -7).all() and (x[:, :, 0] == -7).all() and (x[:, :, -1] == -7).all()
     assert np.abs(x[:, 1:-1, 1:-1] - c).max() <= 1
+
+
+def test_an_inferred_tensor_beyond_the_element_bound_is_one_error(tmp_path):
+    """A 200-byte model whose Expand makes a [1, 4096, 65536] tensor (2^28 elements) before a
+    QLinearSigmoid: one error naming the file and the tensor, before any case holds it."""
+    sc = [nh.from_array(np.array(v, np.float32), n) for v, n in ((0.1, "s"), (0.1, "so"))]
+    zp = [nh.from_array(np.array(0, np.int8), n) for n in ("z", "zo")]
+    shape = nh.from_array(np.array([1, 4096, 65536], np.int64), "shape")
+    nodes = [h.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]), h.make_node("Expand", ["xq", "shape"], ["e"]),
+             h.make_node("QLinearSigmoid", ["e", "s", "z", "so", "zo"], ["y"], domain="com.microsoft")]
+    g = h.make_graph(nodes, "big", [h.make_tensor_value_info("x", T.FLOAT, [1, 1, 1])],
+                     [h.make_tensor_value_info("y", T.INT8, None)], initializer=[*sc, *zp, shape])
+    p = tmp_path / "big.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13), h.make_opsetid("com.microsoft", 1)]), str(p))
+    with pytest.raises(QconformError, match="more than 67108864 elements") as e:
+        harvest_model(p)
+    assert e.value.source == str(p) and "'e'" in str(e.value)

@@ -111,6 +111,7 @@ class _Model:
         onnx = load_onnx()
         m, raw = read_onnx(path)
         self.digest = file_digest(raw)
+        self.path = path
         _set_input_shapes(m.graph, input_shapes or {}, path)
         _check_graph(m.graph, path)
         try:
@@ -176,6 +177,9 @@ class _Model:
         shape = self.shapes.get(name)
         if shape is None or any(d < 0 for d in shape):
             raise NotCovered(f"tensor {name} has no static shape (fix the model's input shape first)")
+        if math.prod(shape) > ELEMENTS_MAX:   # (an inferred shape, e.g. of an Expand: bounded before any case holds it)
+            raise QconformError(f"tensor {name!r} has shape {list(shape)}: more than {ELEMENTS_MAX} elements",
+                                source=self.path, field=f"value_info {name}", rule="at most 2^26 elements a tensor")
         return tuple(shape[p] for p in NCHW_TO_NHWC) if len(shape) == 4 else tuple(shape)
 
 
@@ -334,6 +338,7 @@ def harvest(path: str, input_shapes: dict[str, tuple[int, ...]] | None = None) -
     for n in mdl.nodes:
         h.node(n)
     h.weight_only()
+    h.float_rest()
     outputs = []
     for o in mdl.g.output:
         p = mdl.producer.get(o.name)
@@ -612,6 +617,20 @@ class _Harvest:
                           f"quantized and dequantized to float (DequantizeLinear of a constant), its activations "
                           f"and output are float: no quantized layer computes it")
 
+
+
+    def float_rest(self) -> None:
+        """Every other node that computes (not a Q/DQ, nor graph plumbing): a float op outside any
+        quantized region, named not covered, so no node of the model drops out of its coverage."""
+        for n in self.mdl.nodes:
+            if id(n) not in self.seen and n.op_type not in _NOT_COMPUTING:
+                self.seen.add(id(n))
+                self.miss(n.op_type, self.name(n), "a float op outside any quantized region (its inputs are not "
+                          "quantized codes): no quantized layer computes it")
+
+
+#: nodes that are no computation of the model's: quantization boundaries and graph plumbing
+_NOT_COMPUTING = ("QuantizeLinear", "DequantizeLinear", "Constant", "Shape", "Identity")
 
 
 def _qconst(codes: np.ndarray, dt: str, s: np.ndarray, z: np.ndarray, axis: int) -> tuple:
