@@ -225,7 +225,7 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     if certify and certifier is not None and "certificate" not in failed:
         try:   # (an incomplete run's certificate keeps its partial groups' failures: it never certifies better)
             cert = report.certificate = certifier.certificate(
-                info, summary.partial if summary.incomplete else summary.verdicts)
+                info, summary.partial if summary.incomplete else summary.verdicts, summary.incomplete)
         except Exception as e:  # noqa: BLE001
             failed["certificate"] = e
     if run_info is not None and run_info.get("exit_status") == 0 and non_conformant(cert):

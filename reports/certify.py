@@ -331,7 +331,8 @@ class Certifier:
                 "unlisted": sorted(str(i) for i in self.case_ids if i not in listed), "digest_mismatch": wrong,
                 "rows_digest": _digest(self.lines)}
 
-    def certificate(self, run_info: dict | None = None, groups: dict | None = None) -> dict[str, Any]:
+    def certificate(self, run_info: dict | None = None, groups: dict | None = None,
+                    incomplete: str | None = None) -> dict[str, Any]:
         """The certificate (unsigned: :func:`seal` signs it). ``groups``: {(op, target): the failures of the op as a whole} (reports.summary.Summary's
         verdicts); a bias failure counts for the entries with its output dtype, a scheme one for all."""
         info = run_info or {}
@@ -407,6 +408,8 @@ class Certifier:
             "targets": {t: {**(tinfo.get(t) or {}), "versions": self.versions.get(t, {})} for t in self.targets},
             "golden": {"scheme": run_scheme},
             "case_set": self._case_set(options),
+            # why the run is incomplete (it did not finish, rows are missing): its verdicts are partial
+            "incomplete": incomplete,
             "tolerance_policy": {"source": self.policy.source, "version": self.policy.version,
                                  "sha256": tol_sha,
                                  "default": default_tol,

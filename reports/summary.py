@@ -309,6 +309,8 @@ def certificate_failures(cert: dict | None) -> list[str]:
            for o in ops if o.get("verdict") == "non-conformant"]
     if not any(o.get("verdict") in CONFORMANT for o in ops):
         out.append("no (op, target) is certified conformant (each unsupported, or none in the certificate)")
+    if cert.get("incomplete"):   # (a partial run certifies nothing: its verdicts are of the rows it wrote)
+        out.append(f"the run is incomplete: {cert['incomplete']}")
     return out
 
 

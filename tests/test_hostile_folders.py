@@ -166,3 +166,21 @@ def test_a_certificate_of_an_incomplete_run_keeps_its_partial_group_failures(tmp
     ops = [o for o in rep.certificate["ops"] if o["op_failures"]]
     assert ops and all(o["verdict"] == "non-conformant" for o in ops)
     assert all("on partial rows: the run did not finish" in o["op_failures"][0] for o in ops), ops
+
+
+def test_a_certificate_of_an_incomplete_run_says_so_and_certifies_nothing(tmp_path, biased):
+    """Even where its partial rows all passed, a certificate of an interrupted run is incomplete:
+    certificate_failures (the run's exit status, --verify) name it."""
+    from reports import write_reports
+    from reports.runinfo import read_run_info
+    from reports.summary import certificate_failures
+    from suite.core.tolerance import load_policy
+    run = _copy(biased, tmp_path / "r")
+    info = {**read_run_info(run), "interrupted": True, "exit_status": 2}
+    rep = write_reports(run, certify=True, policy=load_policy(), run_info=info)
+    assert rep.certificate["incomplete"] == "the run did not finish"
+    assert "the run is incomplete: the run did not finish" in certificate_failures(rep.certificate)
+    done = write_reports(run, certify=True, policy=load_policy(), run_info={**info, "interrupted": False,
+                                                                            "exit_status": 0})
+    assert done.certificate["incomplete"] is None
+    assert not any("incomplete" in f for f in certificate_failures(done.certificate))

@@ -145,6 +145,8 @@ def verdicts(cert: dict) -> list[tuple[bool, str]]:
                     f"verdict: {o.get('op')} ({o.get('spec')}) on {o.get('target')}: {v}{why}"))
     if not any(o.get("verdict") in CONFORMANT for o in ops):   # (all unsupported, or none: nothing certified)
         out.append((False, "verdict: no (op, target) is certified conformant"))
+    if cert.get("incomplete"):
+        out.append((False, f"verdict: the certified run is incomplete ({cert['incomplete']}): its verdicts are partial"))
     return out
 
 
