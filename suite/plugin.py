@@ -646,6 +646,7 @@ class QconformSession:
             for c in self._cases():
                 by_op.setdefault(c.op, []).append(c)
         keep, drop, skipped = [], [], 0
+        chosen_ops = {c.op for c in self._cases() if c.id in self.case_ids} if self.case_ids is not None else set()
         for item in items:
             pair = _pair(item)
             if item.name == grouped.GROUP_ITEM:   # its cases: the op's, less those selected out or recorded
@@ -659,6 +660,8 @@ class QconformSession:
                 (keep if cases else drop).append(item)
             elif pair and self.case_ids is not None and pair[0].id not in self.case_ids:
                 drop.append(item)
+            elif not pair and self.case_ids is not None and getattr(item.cls, "op", None) not in chosen_ops:
+                drop.append(item)   # (an op's test_group / test_hunt: --case-id selected none of its cases)
             elif pair and done.get((pair[0].id, pair[1]), 0) >= need:
                 drop.append(item)
                 skipped += 1

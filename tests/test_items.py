@@ -84,6 +84,17 @@ def test_case_id_selects_single_cases(pytester, tmp_path, mode):
     assert sorted(r["case_id"] for r in rows_written(rd)) == ["ADD-sat_hi-000", "MUL-ties-001"]
 
 
+def test_case_id_runs_no_group_of_an_op_it_did_not_select(pytester, tmp_path):
+    """A target with a group rule (a declared scheme): --case-id of an ADD case leaves FULLY_CONNECTED's
+    test_group out, which would otherwise run all of that op's cases to judge it whole (ADD's own
+    test_group still judges ADD whole, running its other cases)."""
+    proc, rd = run_inprocess(pytester, "--target=tests.tie_kernels:VendorFC", "--ops=ADD,FULLY_CONNECTED",
+                             "--cases-per-op=3", "--case-id=ADD-sat_hi-000")
+    assert proc.returncode == 0, proc.stdout
+    rows = rows_written(rd)
+    assert "ADD-sat_hi-000" in {r["case_id"] for r in rows} and {r["op"] for r in rows} == {"ADD"}
+
+
 def test_a_group_item_resumes_with_the_cases_not_recorded(pytester, tmp_path):
     first, rd = run_inprocess(pytester, "--target=ref", "--ops=ADD", "--cases-per-op=6", "--item=group",
                               report_dir=tmp_path / "r")
