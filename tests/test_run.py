@@ -77,6 +77,22 @@ def test_tests_asking_out_of_plan_order_get_their_own_verdicts(faulty_run):
     assert pids == {os.getpid()} if name == InProcessFaulty.name else os.getpid() not in pids
 
 
+def test_a_failures_batch_is_the_batch_it_ran_in(faulty_run):
+    """judged.batch (what `qconform repro` rebuilds): a latency single's is itself, a batched case's
+    its batch without the singles that went before it alone."""
+    run, name, cases, off = faulty_run
+    for c in cases:
+        run.verdict(c, name)
+    run.close()
+    singles = {min(c.id for c in cases if c.op == op) for op in ("ADD", "MUL")}   # (latency_cases=1, by case id)
+    files = {r["case_id"]: json.loads(open(r["failure_file"]).read()) for r in _rows(run.folder.path)
+             if r.get("failure_file")}
+    assert set(files) == off
+    for cid, doc in files.items():
+        batch = doc["judged"]["batch"]
+        assert cid in batch and (batch == [cid] if cid in singles else not singles & set(batch) and len(batch) <= 2)
+
+
 def test_a_test_asked_again_gets_a_fresh_verdict(faulty_run):
     # e.g. pytest-rerunfailures runs a test again: its pair runs again, it is not waited for forever
     run, name, cases, off = faulty_run

@@ -88,6 +88,7 @@ class InProcess:
     """A pure-Python target (``ref``, ``isolate = False``) or ``--isolation none``."""
 
     def __init__(self, target):
+        self.alone = 0   # of the last batch next() gave: how many of its first cases ran each alone
         self.target = target
         self._todo: deque = deque()
         self.stats: Counter = Counter()
@@ -111,6 +112,7 @@ class InProcess:
     def next(self) -> tuple[list, list[Outcome]]:
         """The next queued batch, run now: (cases, one outcome per case)."""
         cases, alone, timing = self._todo.popleft()
+        self.alone = alone   # (its first `alone` cases ran each alone: what a failure's batch was)
         t0 = time.perf_counter()
         outs = check_outcomes(run_in_parts(self.target, cases, timing, alone), len(cases))
         self.stats["busy_s"] += time.perf_counter() - t0
@@ -291,6 +293,7 @@ class Isolated:
     """A target whose batches run in its worker process: one outcome per case, always."""
 
     def __init__(self, target, timeout: float, ahead: int = AHEAD, start: bool = True):
+        self.alone = 0   # of the last batch next() gave: how many of its first cases ran each alone
         self.spec = spec_of(target)
         #: a one-case batch submitted with ``fork`` runs in a fork of the worker (worker.py), for
         #: a target whose runtime runs in the worker (not ``tosa``, whose runner is a process already)
@@ -395,9 +398,10 @@ class Isolated:
         """The next batch's (cases, one outcome per case), in the order they were queued."""
         failed = self._feed(max(1, self.ahead))
         if failed is not None:   # no worker: the next batch gets why
-            cases = self._todo.popleft()[0]
+            cases, self.alone = self._todo.popleft()[0], 0
             return cases, [Outcome(failed.status, reason=failed.reason, info=dict(failed.info)) for _ in cases]
         cases, alone, timing, forked = self._sent[0]
+        self.alone = alone   # (its first `alone` cases ran each alone: what a failure's batch was)
         if forked:
             self.stats["forked"] += 1
         w = self.worker

@@ -166,14 +166,16 @@ class Run:
     def _next_batch(self, target: str) -> None:
         t0 = time.perf_counter()
         cases, outcomes = self.executors[target].next()
+        alone = getattr(self.executors[target], "alone", 0)   # (the first `alone` ran each on its own)
         waited = time.perf_counter() - t0
         self.stats[f"target_s:{target}"] += waited
         versions = self.versions(target)
-        for c, o in zip(cases, outcomes):
+        for k, (c, o) in enumerate(zip(cases, outcomes)):
             self._queued[target].discard(c.id)
             t1 = time.perf_counter()
             try:
-                v = self._verdicts[(target, c.id)] = self._judged(c, target, o, versions, cases)
+                v = self._verdicts[(target, c.id)] = self._judged(c, target, o, versions,
+                                                                   [c] if k < alone else cases[alone:])
                 v.seconds = waited / len(cases) + (time.perf_counter() - t1)   # its share of the batch, its judging
             except Exception as e:
                 self._verdicts[(target, c.id)] = e
