@@ -171,11 +171,13 @@ def test_own_time_plans_a_group_as_the_run_does():
     from types import SimpleNamespace
     from suite.bench.throughput import _parts
     cases = [SimpleNamespace(id=f"c{i:03d}") for i in range(10, 0, -1)]
-    parts = _parts(cases, 4, 3)
+    parts = _parts(cases, None, 4, 3)
     assert [([c.id for c in cs], alone) for cs, alone in parts] == [
         (["c001", "c002", "c003", "c004", "c005", "c006", "c007"], 3), (["c008", "c009", "c010"], 0)]
-    assert [len(cs) for cs, alone in _parts(cases, 4, None)] == [4, 4, 2]
-    assert _parts(cases[:2], 4, 3) == [(sorted(cases[:2], key=lambda c: c.id), 2)]
+    assert [len(cs) for cs, alone in _parts(cases, None, 4, None)] == [4, 4, 2]
+    assert _parts(cases[:2], None, 4, 3) == [(sorted(cases[:2], key=lambda c: c.id), 2)]
+    # a target that runs fewer alone (tflite: each case timed inside its batch) is planned with fewer
+    assert [alone for _, alone in _parts(cases, SimpleNamespace(latency_cases=0), 4, 3)] == [0, 0, 0]
 
 
 def test_suite_variants_can_be_chosen():

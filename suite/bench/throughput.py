@@ -24,6 +24,7 @@ from suite.bench.timing import quiet_native_output
 from suite.cases.generate import generate, generator_ops
 from suite.cases.hunt import params
 from suite.core.findings import match
+from suite.harness.run import group_parts
 from targets import get_target
 from targets.base import Timing, run_in_parts
 from targets.batching import CACHED_TARGETS
@@ -51,17 +52,13 @@ def default_cases(cases_per_op: int = 30, seed: int = 0, ops: list[str] | None =
     return generate([op for op in (ops or known) if op in known], cases_per_op, seed)
 
 
-def _parts(cases: list, batch_size: int, latency_cases: int | None) -> list[tuple[list, int]]:
+def _parts(cases: list, target, batch_size: int, latency_cases: int | None) -> list[tuple[list, int]]:
     """(cases, alone) of each ``run_in_parts`` call: batches of ``batch_size``; with ``latency_cases``,
-    as suite/harness/run.py (Run._submit_group) plans a group: in case-id order, its first
-    ``latency_cases`` each alone, then batches."""
-    step = max(1, batch_size)
+    as a run plans a group (suite/harness/run.py ``group_parts``)."""
     if latency_cases is None:
+        step = max(1, batch_size)
         return [(cases[i:i + step], 0) for i in range(0, len(cases), step)]
-    cases = sorted(cases, key=lambda c: c.id)
-    lat = latency_cases
-    return [(cases[:lat + step], min(lat, len(cases)))] + [(cases[i:i + step], 0)
-                                                            for i in range(lat + step, len(cases), step)]
+    return group_parts(cases, target, latency_cases, batch_size)
 
 
 def _measure(target_name: str, mode: str, target, cases, batch_size: int, timing,
@@ -72,14 +69,11 @@ def _measure(target_name: str, mode: str, target, cases, batch_size: int, timing
         if match(c.op, target_name, c.variant, "crash", params(c)) is None:
             by_op[c.op].append(c)
     cases = [c for cs in by_op.values() for c in cs]
-    if latency_cases is not None:   # (a target whose run time is no device's latency runs fewer alone)
-        cap = getattr(target, "latency_cases", None)
-        latency_cases = latency_cases if cap is None else min(latency_cases, cap)
     outs = []
     with quiet_native_output():   # the runtimes' own logs of refused models
         t0 = time.perf_counter()
         for cs in by_op.values():
-            for part, alone in _parts(cs, batch_size, latency_cases):
+            for part, alone in _parts(cs, target, batch_size, latency_cases):
                 outs.extend(run_in_parts(target, part, timing, alone))
         wall = time.perf_counter() - t0
     inv = sum(float(o.info.get("invoke_s", sum(o.latency_us or ()) / 1e6)) for o in outs)

@@ -33,6 +33,19 @@ from .repro import JUDGED, digest_of, judged_section, repro_command
 from .witnesses import Outside, not_run_text
 
 
+def group_parts(cases: list[Case], target, latency_cases: int, batch_size: int) -> list[tuple[list[Case], int]]:
+    """(cases, alone) of each batch of one (op, target) group: in case-id order (the same batches
+    every run, whatever the test order: caches of compiled batch models hit), its first
+    ``latency_cases`` each alone (their latency their own), then batches of ``batch_size``. A
+    target whose run time is no device's latency (the TOSA reference model), or that times each
+    case inside a batch, sets fewer (its ``latency_cases``)."""
+    cases = sorted(cases, key=lambda c: c.id)
+    cap = getattr(target, "latency_cases", None)   # (a duck-typed kernel may lack it)
+    lat, size = latency_cases if cap is None else min(latency_cases, cap), max(1, batch_size)
+    return [(cases[:lat + size], min(lat, len(cases)))] + [(cases[i:i + size], 0)
+                                                            for i in range(lat + size, len(cases), size)]
+
+
 class Run:
     def __init__(self, opts: RunOptions, folder: RunFolder, targets: dict, run_id: str,
                  golden_store=None, worker: str | None = None, policy=None, waivers=None,
@@ -123,14 +136,8 @@ class Run:
             self._submit_group(target, cases)
 
     def _submit_group(self, target: str, cases: list[Case]) -> None:
-        cases = sorted(cases, key=lambda c: c.id)
-        lat, size = self.opts.latency_cases, self.opts.batch_size   # first: the latency singles and a batch
-        # a target whose run time is no device's latency (the TOSA reference model) sets fewer
-        cap = getattr(self.targets.get(target), "latency_cases", None)   # (a duck-typed kernel may lack it)
-        lat = lat if cap is None else min(lat, cap)
-        self._submit(target, cases[:lat + size], min(lat, len(cases)))
-        for i in range(lat + size, len(cases), size):
-            self._submit(target, cases[i:i + size], 0)
+        for part, alone in group_parts(cases, self.targets.get(target), self.opts.latency_cases, self.opts.batch_size):
+            self._submit(target, part, alone)
 
     def _submit(self, target: str, cases: list[Case], alone: int) -> None:
         """Queue a batch on ``target``. A case a finding says crashes it would cost the batch
