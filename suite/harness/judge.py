@@ -50,8 +50,8 @@ class Goldens:
         self.memo_bytes = memo_bytes
         self._op: str | None = None
         self._cases: dict[int, tuple[Case, str, dict, dict]] = {}   # id(case) -> (case, digest, goldens, stacks)
-        # digest -> (goldens, stacks), the last MEMO_CASES cases: each target's rows bring their own
-        # Case objects, and the (op, target) groups come in any order (pytest-randomly shuffles them)
+        # digest -> (goldens, stacks) of the operator being judged, its last MEMO_CASES cases and at
+        # most memo_bytes of them (a case pulled again by a witness or a re-run may be another object)
         self._digests: OrderedDict[str, tuple[dict, dict]] = OrderedDict()
         self._sizes: dict[str, int] = {}   # digest -> bytes of its entry, measured when the next one comes
         self._bytes, self._last = 0, None
