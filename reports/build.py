@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import os
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from reports.certify import CERT_JSON, Certifier, WaiverCheck, non_conformant, r
 from reports.crossdevice import CrossDevice, cross_lines
 from reports.witness import Unwitnessed
 from reports.history import Reading
+from reports.groups import read_optional
 from reports.history import html_section as history_section
 from reports.html import INDEX, Page, render
 from reports.parquet import PARQUET, ParquetSink, Shapes
@@ -295,24 +297,22 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     return report
 
 
+def _csv(d: Path, name: str) -> list[dict] | None:
+    """The rows of the run folder's ``name`` (a regular file, bounded: reports.groups.read_optional), if any."""
+    text = read_optional(d / name, name)
+    return None if text is None else list(csv.DictReader(io.StringIO(text, newline="")))
+
+
 def _models(d: Path) -> tuple[list[dict], list[dict]] | None:
     """models.csv and layers.csv of a ``--model`` run (suite/models/verdicts.py), if it wrote them."""
-    if not (d / "models.csv").exists() or not (d / "layers.csv").exists():
-        return None
-    with open(d / "models.csv", newline="") as m, open(d / "layers.csv", newline="") as ly:
-        return list(csv.DictReader(m)), list(csv.DictReader(ly))
+    models, layers = _csv(d, "models.csv"), _csv(d, "layers.csv")
+    return None if models is None or layers is None else (models, layers)
 
 
 def _model_md(d: Path) -> str | None:
     """summary.md's Models section (reports/models.py) of a ``--model`` run."""
     models = _models(d)
-    if models is None:
-        return None
-    outs = []
-    if (d / "outputs.csv").exists():
-        with open(d / "outputs.csv", newline="") as f:
-            outs = list(csv.DictReader(f))
-    return model_markdown(models[0], outs)
+    return None if models is None else model_markdown(models[0], _csv(d, "outputs.csv") or [])
 
 
 def _parquet_child(d: Path) -> subprocess.Popen | None:

@@ -32,7 +32,7 @@ _P = re.compile(r"sign test p ([0-9.]+(?:e[+-]?[0-9]+)?)")
 _SCHEME = re.compile(r"^(?:on (?P<dev>.+?): )?declares expected_scheme")
 
 
-def _read(path: Path, what: str) -> str | None:
+def read_optional(path: Path, what: str) -> str | None:
     """The text of ``path``; None if there is none. Refuses what is not a regular file or is too large."""
     if not path.exists() and not path.is_symlink():
         return None
@@ -62,7 +62,7 @@ def read_group_verdicts(folder: str | Path) -> dict[tuple, dict[str, Any]] | Non
     of the run folder; None when it has no summary.csv (a run from before group verdicts, or one
     that did not finish) or when its groups were not judged (``group_incomplete``)."""
     folder = Path(folder)
-    text = _read(folder / SUMMARY_CSV, "summary.csv")
+    text = read_optional(folder / SUMMARY_CSV, "summary.csv")
     if text is None:
         return None
     out: dict[tuple, dict[str, Any]] = {}

@@ -184,3 +184,13 @@ def test_a_certificate_of_an_incomplete_run_says_so_and_certifies_nothing(tmp_pa
                                                                             "exit_status": 0})
     assert done.certificate["incomplete"] is None
     assert not any("incomplete" in f for f in certificate_failures(done.certificate))
+
+
+def test_a_fifo_for_models_csv_is_one_error_not_a_hang(tmp_path, biased):
+    """models.csv / layers.csv / outputs.csv are read as bounded regular files, like every file of a run folder."""
+    from reports import write_reports
+    run = _copy(biased, tmp_path / "r")
+    os.mkfifo(run / "models.csv")
+    (run / "layers.csv").write_text("model,layer\n")
+    rep = write_reports(run)
+    assert rep.errors and all("models.csv" in e and "not a regular file" in e for e in rep.errors), rep.errors
