@@ -76,7 +76,7 @@ def whole_model(graph: Graph, target: str, feeds: dict[str, np.ndarray] | list[d
     one row per model output: its error distribution against the chain over the invocations."""
     sets = feeds if isinstance(feeds, list) else [feeds]
     tensors = list(dict.fromkeys([o for ly in graph.layers for o in ly.outputs] + list(graph.cuts)))
-    agg: dict[str, dict] = {}
+    agg: dict[int, dict] = {}   # by the layer's position (a model's node names may repeat)
     errs: dict[str, dict] = {}
 
     def each(k: int, got: dict) -> None:   # one invocation: its tensors, then dropped
@@ -85,8 +85,8 @@ def whole_model(graph: Graph, target: str, feeds: dict[str, np.ndarray] | list[d
         at_cuts = {t: (got[t] if t in got else fs[t]) for t in graph.cuts}
         ch = chain if (k == 0 and chain is not None and not graph.cuts) else run_graph(graph, {**fs, **at_cuts}, scheme)
         got.update({t: v for t, v in at_cuts.items() if t not in got})
-        for ly in graph.layers:
-            a = agg.setdefault(ly.node, {"missing": False, "pct": 100.0, "max": 0.0, "acc_pct": 100.0, "acc": 0.0})
+        for p, ly in enumerate(graph.layers):
+            a = agg.setdefault(p, {"missing": False, "pct": 100.0, "max": 0.0, "acc_pct": 100.0, "acc": 0.0})
             out = ly.outputs[0]
             if out not in got or any(t is not None and t not in got for t in ly.inputs):
                 a["missing"] = True
@@ -106,8 +106,8 @@ def whole_model(graph: Graph, target: str, feeds: dict[str, np.ndarray] | list[d
     if why:
         return None, why
     rows = []
-    for ly in graph.layers:
-        a = agg[ly.node]
+    for p, ly in enumerate(graph.layers):
+        a = agg[p]
         row = {"model": graph.name, "layer": ly.index, "node": ly.node, "op": ly.op, "target": target,
                "source": "model", "case_id": ly.case.id if ly.case is not None else ""}
         if a["missing"]:
