@@ -463,7 +463,7 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
                        f"no common results: the {common} (case id, target, device) in both runs all hold "
                        "other case content (case_digest)")
         return d
-    emulated_pairs = 0
+    emulated_pairs = other_scope = 0
     other_facts: set[tuple] = set()
     for (op, target, device), all_ps in pairs.items():
         kinds = []
@@ -486,7 +486,10 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
         if bmax and nmax and max(nmax) > max(bmax):
             kinds.append(f"max |err| grew ({max(bmax):g} -> {max(nmax):g} LSB)")
         timed = [(b50, n50) for b, n in real
-                 if (b50 := _num(b.get("p50_us"))) is not None and (n50 := _num(n.get("p50_us"))) is not None]
+                 if (b50 := _num(b.get("p50_us"))) is not None and (n50 := _num(n.get("p50_us"))) is not None
+                 and b.get("latency_scope") == n.get("latency_scope")]   # (a case alone vs its nodes in a batch)
+        other_scope += sum(1 for b, n in real if b.get("latency_scope") != n.get("latency_scope")
+                           and _num(b.get("p50_us")) is not None and _num(n.get("p50_us")) is not None)
         if timed and latency is not None:
             if device_facts(rb, target, device) != device_facts(rn, target, device):
                 other_facts.add((target, device))
@@ -517,6 +520,9 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
         d.notes.append(f"latencies not compared on {_plural(len(other_facts), 'target')} whose device facts differ "
                        f"(e.g. {t}{'@' + dev if dev else ''}: baseline {device_facts(rb, t, dev)}; "
                        f"run {device_facts(rn, t, dev)})")
+    if other_scope:
+        d.notes.append(f"latencies not compared for {_plural(other_scope, 'result')} timed another way in each run "
+                       "(latency_scope: a case alone, its nodes in a batch)")
     if emulated_pairs:
         d.notes.append(f"latencies not compared for {_plural(emulated_pairs, 'result')} on an emulated device "
                        "(the emulator's time, not the board's)")

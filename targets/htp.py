@@ -16,6 +16,7 @@ preparing the graphs again.
 from __future__ import annotations
 
 import os
+import platform
 import re
 import sys
 import tempfile
@@ -59,9 +60,22 @@ def register_qnn():
     return [d for d in ort.get_ep_devices() if d.ep_name == "QNNExecutionProvider"]
 
 
+def simulated() -> bool:
+    """Whether onnxruntime-qnn's HTP backend is QNN's simulator here: on an x86-64 host there
+    is no HTP, only the simulator (on an ARM64 Snapdragon device it is the HTP itself)."""
+    return platform.machine().lower() in ("x86_64", "amd64")
+
+
 class HtpTarget(OrtTarget):
     name = "htp"
     description = "Qualcomm HTP through onnxruntime-qnn (simulated on x86-64), CPU fallback disabled"
+
+    @property
+    def latency_cases(self) -> int | None:
+        """0 where the HTP is simulated: no case runs alone for a latency that would be the
+        simulator's run time on this host, not the HTP's (as the TOSA reference model's); on a
+        device with an HTP, as --latency-cases says."""
+        return 0 if simulated() else None
 
     def availability(self):
         try:

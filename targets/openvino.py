@@ -9,6 +9,10 @@ authenticated cache (targets.batching.ContextCache; --cache-dir, $QCONFORM_CACHE
 covers the model bytes, the compile config, the OpenVINO build, and the CPU's ISA flags, OpenVINO's
 optimization capabilities and default inference precision (its low-precision transformations
 pick kernels and precisions by them), so a shared cache never serves another CPU's model.
+
+Latency: models are compiled with ``PERF_COUNT`` (OpenVINO's per-node counters), so each case of
+a batch gets its own samples without a model of its own: the time of its executed nodes in each
+timed run of the merged model (``latency_scope`` "nodes", :func:`per_case_us`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import json
 from types import SimpleNamespace
 
 from suite.core.errors import Unsupported
-from targets.batching import ContextCache, cache_dir_of
+from targets.base import Timing
+from targets.batching import ContextCache, cache_dir_of, case_of_node
 from targets.device_runner import OPENVINO_CONFIG, isa_flags
 from targets.onnx_model import load_onnx
 from targets.ort import OrtTarget
@@ -31,6 +36,9 @@ STATIC_REFUSALS = ("No suitable implementations", "Conversion is failed for")
 
 #: the ONNX element types OpenVINO's Python API takes and gives as NumPy arrays (not 4-bit)
 _FOUR_BIT = ("int4", "uint4")
+
+#: the compile config: the device runner's, with the per-node counters a batch's cases are timed by
+CONFIG = {**OPENVINO_CONFIG, "PERF_COUNT": True}
 
 
 def load_openvino():
@@ -55,6 +63,36 @@ class _Session:
         self.request.infer(feeds)
         return [self.request.get_tensor(n).data.copy() for n in names]
 
+    def profile(self) -> list[tuple[str, bool, float]]:
+        """The last inference's nodes in execution order: (name, executed, µs)."""
+        return [(p.node_name, p.status == p.Status.EXECUTED, p.real_time.total_seconds() * 1e6)
+                for p in self.request.get_profiling_info()]
+
+
+def per_case_us(profile: list[tuple[str, bool, float]], n: int) -> list[float] | None:
+    """Each of a merged model's ``n`` cases' time in one inference, from OpenVINO's per-node
+    counters in execution order; None when a node cannot be given to one case.
+
+    The CPU plugin runs the cases' disjoint graphs one after another: a case's span opens with
+    its first node named for it (``c<k>_...``, its Parameter first) and the nodes OpenVINO made
+    (``Subtract_816``, reorders) inside the span are its own. A case whose span opens again
+    after another's, or an executed node before any span, makes the split unsure: None."""
+    names = [""] * n   # (case_of_node only counts the prefixes)
+    per, cur, closed = [0.0] * n, None, set()
+    for name, executed, us in profile:
+        k = case_of_node(name, names)
+        if k is not None and k != cur:
+            if k in closed:
+                return None
+            if cur is not None:
+                closed.add(cur)
+            cur = k
+        if executed:
+            if cur is None:
+                return None
+            per[cur] += us
+    return per
+
 
 class OpenvinoTarget(OrtTarget):
     name = "openvino"
@@ -72,6 +110,29 @@ class OpenvinoTarget(OrtTarget):
         ov, onnx = load_openvino(), load_onnx()
         return {"openvino": ov.get_version().split("-")[0], "onnx": onnx.__version__}
 
+    #: no case of a group runs alone for its latency: a batch times each case's nodes
+    #: (:meth:`invoke_batch`), where a model of its own would cost a compile or an import
+    latency_cases = 0
+
+    def invoke_batch(self, sess, invoke, prefixes, timing: Timing):
+        """The batch's warm-up and timed runs (as one case alone gets); each case's samples are
+        its nodes' time in each timed run (:func:`per_case_us`), or None for all when a run's
+        nodes cannot be split by case (the rows then say ``latency_scope`` "batch")."""
+        outs = None
+        for _ in range(timing.warmup):
+            outs = invoke()
+        samples, per_case = [], [[] for _ in prefixes]
+        for _ in range(max(1, timing.repeats)):
+            outs, run = Timing(warmup=0, repeats=1).measure(invoke)
+            samples += run
+            split = per_case_us(sess.profile(), len(prefixes)) if per_case is not None else None
+            if split is None:
+                per_case = None
+                continue
+            for mine, us in zip(per_case, split):
+                mine.append(us)
+        return outs, samples, per_case
+
     def unsupported(self, case):
         for t in list(case.inputs) + list(case.outputs):
             if t.dtype in _FOUR_BIT:
@@ -85,7 +146,7 @@ class OpenvinoTarget(OrtTarget):
 
     def _compile(self, content: bytes):
         core = self._core()
-        return core.compile_model(core.read_model(content, b""), "CPU", OPENVINO_CONFIG)
+        return core.compile_model(core.read_model(content, b""), "CPU", CONFIG)
 
     def create_session(self, content: bytes):
         return _Session(self._compile(content))
@@ -110,7 +171,7 @@ class OpenvinoTarget(OrtTarget):
         if not hasattr(self, "_cache_facts"):
             core = self._core()
             self._cache_facts = [
-                "openvino CPU", load_openvino().get_version(), json.dumps(OPENVINO_CONFIG, sort_keys=True),
+                "openvino CPU", load_openvino().get_version(), json.dumps(CONFIG, sort_keys=True),
                 "isa=" + " ".join(isa_flags()),
                 "caps=" + " ".join(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")),
                 "precision=" + str(core.get_property("CPU", "INFERENCE_PRECISION_HINT"))]
@@ -131,7 +192,7 @@ class OpenvinoTarget(OrtTarget):
             raise cache.refusal(failed, prefixes is not None, stats, "OpenVINO")
         if blob is not None:
             try:
-                sess = _Session(self._core().import_model(blob, "CPU", OPENVINO_CONFIG))
+                sess = _Session(self._core().import_model(blob, "CPU", CONFIG))
                 stats.cache_hits += 1
                 return sess, None
             except Exception:  # noqa: BLE001

@@ -175,7 +175,8 @@ class OrtTarget(Target):
         case by case (ONNX Runtime runs every node whatever outputs are asked for, and QNN
         fuses the whole graph into one node): a case of a batch gets no latency samples, and
         its row says ``latency_scope`` "batch" with the batch's run time (``batch_p50_us``)
-        and size; the batch runs once (timed, without warm-up).
+        and size; the batch runs once (timed, without warm-up). A target that times each
+        case's nodes inside the batch (openvino) overrides :meth:`invoke_batch`.
         ``--batch-size 1`` gives per-case latency (--warmup + --repeats runs). A batch the
         runtime refuses, or whose run fails, is split in halves (targets.batching.bisect)
         down to one case, which gets its own verdict and reason."""
@@ -238,8 +239,8 @@ class OrtTarget(Target):
             finally:
                 spent[0] += time.perf_counter() - t1
 
-        try:   # no per-case latency in a batch: one (timed) run gives the outputs
-            outs, samples = Timing(warmup=0, repeats=1).measure(invoke)
+        try:
+            outs, samples, per_case = self.invoke_batch(sess, invoke, batch.prefixes, timing)
         except Exception as e:
             raise BatchFailed(f"the batch's run failed: {short_error(e)}") from None
         n = len(items)
@@ -250,14 +251,27 @@ class OrtTarget(Target):
             eps = placement[k] if placement else None
             why = self.check_placement(eps)
             info = {"target_s": round(share, 6), "invoke_s": round(spent[0] / n, 6), **batch_info(n, samples)}
+            if per_case is not None:   # the case's own nodes' time in the batch's runs
+                info["latency_scope"] = self.node_scope
             if why:
                 o = Outcome.unsupported(why)
                 o.info.update(info)
             else:
-                o = Outcome.ok(outputs, [], nodes=",".join(batch.op_types[k]), **info,
-                               **({"placement": placement_text(eps)} if eps is not None else {}))
+                o = Outcome.ok(outputs, per_case[k] if per_case is not None else [], nodes=",".join(batch.op_types[k]),
+                               **info, **({"placement": placement_text(eps)} if eps is not None else {}))
             res.append(o)
         return res
+
+    #: a batch's per-case latency (:meth:`invoke_batch`), as its rows' ``latency_scope`` says
+    node_scope = "nodes"
+
+    def invoke_batch(self, sess, invoke, prefixes: list[str], timing: Timing):
+        """(outputs, the batch's run times in µs, per-case latency samples or None) of a merged
+        model. ONNX Runtime runs every node whatever outputs are asked for, and QNN fuses the
+        whole graph into one node, so no case of a batch can be timed on its own here: one timed
+        run gives the outputs (a target that can time its cases' nodes overrides this)."""
+        outs, samples = Timing(warmup=0, repeats=1).measure(invoke)
+        return outs, samples, None
 
     def placement(self, sess) -> dict:
         """Which execution provider ran which nodes (as ONNX Runtime recorded it)."""

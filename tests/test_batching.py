@@ -79,6 +79,15 @@ def test_ort_batch_equals_one_model_per_case():
     assert one.info["latency_scope"] == "case" and len(one.latency_us) == 3
 
 
+def test_htp_runs_no_case_alone_for_a_simulators_latency(monkeypatch):
+    """On an x86-64 host the HTP is QNN's simulator: its run time is no HTP's latency."""
+    from targets import htp
+    monkeypatch.setattr(htp.platform, "machine", lambda: "x86_64")
+    assert htp.HtpTarget().latency_cases == 0
+    monkeypatch.setattr(htp.platform, "machine", lambda: "aarch64")   # a Snapdragon device's HTP
+    assert htp.HtpTarget().latency_cases is None
+
+
 def test_htp_batch_equals_one_session_per_case_and_the_context_cache_is_reused(tmp_path):
     _available("htp")
     cache = tmp_path / "qnn"

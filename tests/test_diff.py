@@ -330,6 +330,11 @@ def test_latency_test_effect_and_minimum(tmp_path, diff):
     (other / "run.json").write_text(json.dumps(doc))
     code, out, _ = diff(str(base), str(other), "--latency-gate")
     assert code == 0 and "note: latencies not compared on 1 target whose device facts differ" in out
+    # timed another way (a case alone before, its nodes in a batch now): not compared, named
+    scoped = _write(tmp_path / "f", [{**r, "latency_scope": "nodes"} for r in rows(3.0, 3.5)])
+    code, out, _ = diff(str(base), str(scoped), "--latency-gate")
+    assert code == 0 and "latency changes" not in out, out
+    assert "note: latencies not compared for 5 results timed another way in each run" in out
 
 
 def test_same_configuration_twice_beside_a_cpu_bound_job_exits_0(tmp_path, diff):

@@ -2,7 +2,8 @@
 exported model instead of compiling and gives the same outputs; an entry this user's key did not
 authenticate is never used; the CPU's ISA is in the key, so another CPU's model is never served.
 And the runner's half of it (suite/harness/run.py): a group's batches, hence their merged models
-and cache keys, are the same whatever order pytest-randomly runs the tests in."""
+and cache keys, are the same whatever order pytest-randomly runs the tests in. And a batch's
+cases are timed by their own nodes (PERF_COUNT), so no case of a group runs alone for its latency."""
 
 from __future__ import annotations
 
@@ -132,3 +133,28 @@ def test_a_groups_batches_are_the_same_whatever_order_the_tests_run_in(tmp_path,
     assert sorted(i for ids, _ in seen[0] for i in ids) == sorted(c.id for c in cases)   # each case once
     assert [s for _, s in seen[0] if s] == [2, 2]   # each group's first submission holds its latency singles
     assert all(ids == sorted(ids) for ids, _ in seen[0])
+
+
+def test_a_batchs_cases_are_timed_by_their_own_nodes(tmp_path):
+    t = _openvino(tmp_path / "ov")
+    assert t.latency_cases == 0   # no case of a group alone for its latency
+    cases = generate(["CONV_2D", "ADD"], 3, 0)
+    outs = t.run(cases, Timing(warmup=1, repeats=4))
+    ok = [o for o in outs if o.status == "ok"]
+    assert len(ok) == len(cases) and t.batch_stats.batches >= 1
+    for o in ok:
+        assert o.info["latency_scope"] == "nodes" and o.info["batch_size"] == len(cases)
+        assert len(o.latency_us) == 4 and all(x >= 0 for x in o.latency_us)   # (whole µs: a small ADD may be 0)
+    conv = [o for c, o in zip(cases, outs) if c.op == "CONV_2D"]
+    assert conv and all(sorted(o.latency_us)[2] > 0 for o in conv)
+    # a case's nodes, not the batch's: each case's time is below the batch's run
+    assert all(max(o.latency_us) < o.info["batch_p50_us"] for o in ok)
+
+
+def test_per_case_split_of_the_profile():
+    prof = [("c0_in0", False, 0.0), ("Subtract_1", True, 2.0), ("c0_n3/conv", True, 10.0), ("c0_out0/sink", False, 0.0),
+            ("c1_in0", False, 0.0), ("Reorder_9", True, 1.0), ("c1_n0", True, 3.0)]
+    assert ov_target.per_case_us(prof, 2) == [12.0, 4.0]
+    # a case's span opening again after another's, or a node run before any span: not split
+    assert ov_target.per_case_us(prof + [("c0_n4", True, 1.0)], 2) is None
+    assert ov_target.per_case_us([("Subtract_1", True, 2.0)] + prof, 2) is None
