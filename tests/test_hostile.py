@@ -439,6 +439,38 @@ def _tflite_with(edit) -> bytes:
     return tflite_model.serialize(m)
 
 
+@pytest.mark.parametrize("inputs", [[], [-1]])
+def test_a_read_variable_without_its_handle_is_one_error(tmp_path, inputs):
+    """A READ_VARIABLE (a streaming model's state) whose input 0 is missing or absent: one error
+    naming the operator's field, not a traceback (nor another tensor read as the variable)."""
+    pytest.importorskip("ai_edge_litert")
+    from ai_edge_litert import schema_py_generated as S
+
+    from suite.models.harvest import harvest_model
+
+    def edit(m):
+        from targets.tflite_model import operator_codes
+        m.operatorCodes += operator_codes(S, [S.BuiltinOperator.READ_VARIABLE])
+        op = S.OperatorT()
+        op.opcodeIndex, op.inputs, op.outputs = len(m.operatorCodes) - 1, inputs, [0]
+        m.subgraphs[0].operators.insert(0, op)
+    path = tmp_path / "read-variable.tflite"
+    path.write_bytes(_tflite_model_with(edit))
+    with pytest.raises(QconformError) as e:
+        harvest_model(path)
+    assert e.value.field == "subgraphs[0].operators[0].inputs[0]" and e.value.source == str(path), str(e.value)
+
+
+def _tflite_model_with(edit) -> bytes:
+    from ai_edge_litert import schema_py_generated as S
+
+    from suite.cases.generate import make_case
+    from targets import tflite_model
+    m = S.ModelT.InitFromPackedBuf(tflite_model.build(make_case("CONV_2D", "basic", 0, seed=0)).content, 0)
+    edit(m)
+    return tflite_model.serialize(m)
+
+
 def _qdq_onnx(scale: float) -> bytes:
     """x -> Q -> DQ -> Relu -> Q -> DQ -> y, every scale ``scale``."""
     import onnx

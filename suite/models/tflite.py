@@ -199,10 +199,14 @@ def harvest(path: str, stem: str | None = None) -> Graph:
 
         if name in STATE_OPS:
             if name == "READ_VARIABLE":
+                if op.inputs is None or len(op.inputs) < 1 or op.inputs[0] < 0:
+                    raise QconformError("a READ_VARIABLE without its variable's handle", source=path,
+                                        field=f"subgraphs[0].operators[{k}].inputs[0]",
+                                        rule="READ_VARIABLE reads the resource tensor of input 0")
                 var = keys[op.inputs[0]]
                 skip("state: reads a variable, no arithmetic (its readers are fed seeded data in its "
                      "quantization, or the target's own values where it runs the whole model)")
-                for o in op.outputs:
+                for o in op.outputs if op.outputs is not None else ():
                     cuts[keys[o]] = f"state {var} (read by {node})"
             else:
                 skip(STATE_OPS[name])
