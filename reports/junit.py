@@ -48,8 +48,9 @@ def suite_properties(doc: dict) -> list[tuple[str, str]]:
     return [(PREFIX + k, v if isinstance(v, str) else json.dumps(v)) for k, v in props if v is not None]
 
 
-def group_repro(doc: dict, op: str, target: str) -> str:
-    """The pytest command that runs (op, target)'s cases and its group verdict as ``doc``'s run did."""
+def group_repro(doc: dict, op: str, target: str, device: str | None = None) -> str:
+    """The pytest command that runs (op, target)'s cases and its group verdict as ``doc``'s run did
+    (on ``device`` only, if given; else on the run's devices)."""
     o = doc.get("options") or {}
     args = ["pytest", f"--target={target}", f"--ops={op}"]
     if o.get("seed") is not None:
@@ -59,11 +60,23 @@ def group_repro(doc: dict, op: str, target: str) -> str:
     args += [f"--case-file={f}" for f in o.get("case_files") or []]
     if o.get("model"):
         args.append(f"--model={o['model']}")
+        if o.get("model_inputs") is not None:
+            args.append(f"--model-inputs={o['model_inputs']}")
+        args += [f"--model-input-shape={x}" for x in _strings(o.get("model_input_shape"))]
+    args += [f"--device={d}" for d in ([device] if device else _strings(o.get("devices")))]
     if o.get("scheme"):
         args.append(f"--scheme={o['scheme']}")
     if o.get("tolerance_copy"):
         args.append(f"--tolerance={o['tolerance_copy']}")
+    args += [f"--waivers={w}" for w in _strings(o.get("waivers"))]
+    if o.get("certify") is True:
+        args.append("--certify")
     return " ".join(shlex.quote(str(a)) for a in args)
+
+
+def _strings(v) -> list[str]:
+    """A run.json list of strings (anything else: none; the file comes from someone else)."""
+    return [str(x) for x in v if isinstance(x, str)] if isinstance(v, list) else []
 
 
 def case_repro(doc: dict, row: dict) -> str:
@@ -72,9 +85,7 @@ def case_repro(doc: dict, row: dict) -> str:
     more mismatches than before has no failure file)."""
     if isinstance(row.get("repro"), str) and row["repro"]:
         return row["repro"]
-    cmd = group_repro(doc, str(row.get("op")), str(row.get("target")))
-    if row.get("device"):
-        cmd += " " + shlex.quote(f"--device={row['device']}")
+    cmd = group_repro(doc, str(row.get("op")), str(row.get("target")), str(row["device"]) if row.get("device") else None)
     return cmd + " -k " + shlex.quote(f"{row.get('case_id')}:{row.get('target')}")
 
 

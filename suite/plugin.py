@@ -446,7 +446,13 @@ class QconformSession:
     def repro_doc(self) -> dict:
         """What a group's reproduction command is made of (reports.junit.group_repro): the run's options."""
         return {"options": {**self.opts.as_dict(), "tolerance_copy": str(self.folder.path / TOLERANCE_COPY),
-                            "model": self.config.option.model}}
+                            **self._input_options()}}
+
+    def _input_options(self) -> dict:
+        """The options that say what ran and where, besides RunOptions (run.json, repro commands)."""
+        o = self.config.option
+        return {"model": o.model, "model_inputs": o.model_inputs, "model_input_shape": list(o.model_input_shape or []),
+                "devices": list(o.device or [])}
 
     def versions(self, name: str) -> dict[str, str]:
         if self.run is not None:
@@ -507,7 +513,7 @@ class QconformSession:
                        "workers": getattr(self.config.option, "numprocesses", None), "filtered": self.filtered,
                        "tolerance_digest": self.tolerance_digest,
                        "tolerance_copy": str(self.folder.path / TOLERANCE_COPY),
-                       "model": self.config.option.model, "shard": self.shard_doc, "run_group": self.run_group,
+                       **self._input_options(), "shard": self.shard_doc, "run_group": self.run_group,
                        "baseline": str(self.baseline) if self.baseline else None}   # (#22: the run compared with)
             self._doc = run_info(run_id=self.run_id, options=options, targets=targets, unavailable=self.unavailable,
                                  started=self.started, command=[str(a) for a in self.config.invocation_params.args],

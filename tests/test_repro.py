@@ -118,3 +118,22 @@ def test_the_repro_carries_device_and_time_limit_and_refuses_other_ones():
     assert differences(j, **same) == []
     assert differences(j, **{**same, "device": None}) and differences(j, **{**same, "timeout": 60.0})
     assert differences(j, **{**same, "tolerance_digest": "cd" * 32}) and differences(j, **{**same, "scheme": "exact"})
+
+
+def test_a_groups_repro_runs_it_as_the_run_did():
+    """A group verdict's command (JUnit property, `qconform diff`) carries what decides its cases
+    and its verdict: the model and its inputs, the devices, the waivers, --certify."""
+    from reports.junit import case_repro, group_repro
+    doc = {"options": {"seed": 3, "cases_per_op": 30, "model": "m.tflite", "model_inputs": "4",
+                       "model_input_shape": ["x=1,8"], "devices": ["ssh:a", "ssh:b"], "waivers": ["w.toml"],
+                       "certify": True, "tolerance_copy": "run/tolerance.toml", "scheme": "litert"}}
+    args = shlex.split(group_repro(doc, "ADD", "tflite"))
+    for a in ("--model=m.tflite", "--model-inputs=4", "--model-input-shape=x=1,8", "--device=ssh:a",
+              "--device=ssh:b", "--waivers=w.toml", "--certify", "--tolerance=run/tolerance.toml"):
+        assert a in args, (a, args)
+    # one row's command runs on its own device only
+    row = {"op": "ADD", "target": "tflite", "device": "ssh:b", "case_id": "ADD-x-000"}
+    args = shlex.split(case_repro(doc, row))
+    assert "--device=ssh:b" in args and "--device=ssh:a" not in args and args[-2:] == ["-k", "ADD-x-000:tflite"]
+    # a hostile run.json's non-strings are not arguments
+    assert "--device" not in group_repro({"options": {"devices": "ssh:a", "waivers": [1]}}, "ADD", "t")
