@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import functools
 import hashlib
 import html as _html
 import io
@@ -68,7 +69,7 @@ class RunPoint:
     groups: dict[tuple, str] | None = None    # (op, target, device, kind) -> fail / known; None: not judged
     group_text: dict[tuple, str] = field(default_factory=dict)   # its label ("bias on ADD/x (+0.3 LSB)")
 
-    @property
+    @functools.cached_property   # (asked per run for every case a series holds: Series.flaky)
     def build(self) -> str:
         """The build the run tested: the suite's commit (dirty or not), its version and each target's
         runtime versions, as one comparable text."""
