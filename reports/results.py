@@ -202,13 +202,26 @@ def _finite_float(text: str) -> float:
     return x
 
 
+#: one decoder for every row (json.loads with these hooks would build one per call)
+_DECODER = json.JSONDecoder(parse_constant=_not_finite, parse_float=_finite_float)
+
+
+def _loads(raw: bytes | str) -> Any:
+    """json.loads(raw, parse_constant=..., parse_float=...), its steps, with :data:`_DECODER`."""
+    if isinstance(raw, (bytes, bytearray)):
+        raw = raw.decode(json.detect_encoding(raw), "surrogatepass")
+    elif raw.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", raw, 0)
+    return _DECODER.decode(raw)
+
+
 def parse_row(raw: bytes | str) -> dict[str, Any] | None:
     """One results.jsonl line as a row (None for a blank line); ValueError saying what is wrong."""
     raw = raw.strip()
     if not raw:
         return None
     try:
-        row = json.loads(raw, parse_constant=_not_finite, parse_float=_finite_float)
+        row = _loads(raw)
     except UnicodeDecodeError as e:
         raise ValueError(f"not UTF-8 ({e.reason} at byte {e.start})") from None
     except RecursionError:
