@@ -488,9 +488,11 @@ def html_section(run_folder: str | Path, last: int = LAST, reading: Reading | No
     folder = Path(run_folder).resolve()
     if folder.parent.name != "runs":
         return None
-    try:   # (results.jsonl only: pyarrow stays out of the pytest process, see reports/parquet.py)
-        point, digest = reading.point(folder, info) if reading is not None else read_run(folder, parquet=False)
-        series, _ = history(folder.parent.parent, newest=last, parquet=False, known={folder: (point, digest)})
+    # (the earlier runs from their results.parquet where it can, read_run: parsing each one's results.jsonl
+    # cost more than the rest of the report; reading Parquet imports pyarrow, not pandas)
+    try:
+        point, digest = reading.point(folder, info) if reading is not None else read_run(folder)
+        series, _ = history(folder.parent.parent, newest=last, known={folder: (point, digest)})
     except QconformError:
         return None
     s = next((x for x in series if x.digest == digest), None)
