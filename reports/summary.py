@@ -8,6 +8,7 @@ same order. That list is what :func:`to_csv`, :func:`to_markdown` and :func:`to_
 
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import math
@@ -176,11 +177,19 @@ class Summary:
         self.devices = self.devices or bool(dev)
         if dev and self._first.setdefault((op, target, row.get("case_id")), dev) != dev:
             self.repeated.add((op, target))
-        for groups, key in ((self.groups, (op, target, dev)), (self.pairs, (op, target))):
-            g = groups.get(key)
-            if g is None:
-                g = groups[key] = Group()
-            g.add(row)
+        g = self.groups.get((op, target, dev))
+        if g is None:
+            g = self.groups[(op, target, dev)] = Group()
+        g.add(row)
+        # (op, target)'s rows without a device are its no-device group's: one Group for both, each row
+        # added once, until a row with a device comes (then the pair gets its own copy)
+        p = self.pairs.get((op, target))
+        if p is None:
+            self.pairs[(op, target)] = g if not dev else copy.deepcopy(g)
+        elif p is not g:
+            if p is self.groups.get((op, target, "")):
+                p = self.pairs[(op, target)] = copy.deepcopy(p)
+            p.add(row)
 
     def table(self) -> list[dict[str, Any]]:
         """The summary: per (op, target[, device]), as summary.csv has it."""

@@ -191,6 +191,38 @@ def test_html_matrix_of_a_farm_run_counts_every_device():
     assert 'class="cell new"' in cell and "1/2" in cell and "1 new" in cell, cell
 
 
+
+def test_summary_pairs_count_rows_with_and_without_a_device_once_each():
+    """An (op, target)'s pair row shares its no-device group's accumulator until a device's row comes:
+    then both still count every row once (rows with no device first, or after)."""
+    from reports.summary import Group, Summary
+    base = {"run_id": "r", "op": "ADD", "target": "t", "sum_err_lsb": 1.0, "elements": 4, "p50_us": 1.0,
+            "pos_err": 1, "neg_err": 0, "out_dtype": "int8", "scheme_exact": {"a": 3}}
+    rows = [dict(base, case_id=f"c{i}", device=dev, status=st, mismatches=m, max_abs_lsb=float(m))
+            for i, (dev, st, m) in enumerate([(None, "pass", 0), (None, "fail", 2), ("ssh:a", "fail", 3),
+                                              (None, "pass", 0), ("ssh:b", "pass", 0)])]
+    for order in (rows, rows[::-1], rows[2:] + rows[:2]):
+        s = Summary()
+        for r in order:
+            s.add(r)
+        want = Group()
+        for r in order:
+            want.add(r)
+        got = s.pairs[("ADD", "t")]
+        assert got is not s.groups[("ADD", "t", "")]
+        assert got.row({}) == want.row({}), order
+        alone = Group()
+        for r in order:
+            if not r["device"]:
+                alone.add(r)
+        assert s.groups[("ADD", "t", "")].row({}) == alone.row({})
+    s = Summary()   # no device at all: one accumulator
+    for r in rows:
+        if not r["device"]:
+            s.add(r)
+    assert s.pairs[("ADD", "t")] is s.groups[("ADD", "t", "")] and s.pairs[("ADD", "t")].statuses == {"pass": 2, "fail": 1}
+
+
 # ----------------------------------------------------------------------------- new failures apart from known ones
 
 def _mixed_rows() -> list[dict]:
