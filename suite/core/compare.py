@@ -93,7 +93,7 @@ def compare(want: list[np.ndarray], got: list[np.ndarray] | None, specs) -> Comp
         c.elements += err.size
         nz = np.flatnonzero(err)
         c.mismatches += int(nz.size)
-        if err.size:
+        if nz.size:   # (else every error is zero: the max and the sum stay as they are)
             c.max_abs_lsb = max(c.max_abs_lsb, float(np.abs(err).max()))
             c.sum_err_lsb += float(err.sum())
         if nz.size and c.first_index is None:

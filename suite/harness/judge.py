@@ -233,6 +233,9 @@ class Judge:
         if v.golden_error:
             row["golden_error"] = True
         if cmp is not None:
+            # (no mismatch: every error is zero, so are the counts above and below the golden)
+            pos = sum(int(np.count_nonzero(e > 0)) for e in cmp.errors) if cmp.mismatches else 0
+            neg = sum(int(np.count_nonzero(e < 0)) for e in cmp.errors) if cmp.mismatches else 0
             row.update({
                 "bit_exact": cmp.bit_exact, "elements": cmp.elements, "mismatches": cmp.mismatches,
                 "max_abs_lsb": cmp.max_abs_lsb, "mean_err_lsb": cmp.mean_err_lsb, "sum_err_lsb": cmp.sum_err_lsb,
@@ -240,8 +243,7 @@ class Judge:
                 "first_index": list(cmp.first_index) if cmp.first_index is not None else None,
                 "got": cmp.first_got, "want": cmp.first_want,
                 # elements above / below the golden: the sign test of the (op, target) bias
-                "pos_err": sum(int(np.count_nonzero(e > 0)) for e in cmp.errors),
-                "neg_err": sum(int(np.count_nonzero(e < 0)) for e in cmp.errors),
+                "pos_err": pos, "neg_err": neg,
             })
             if cmp.mismatches and not cmp.garbage:   # (the golden is kept: no second computation)
                 want = self.goldens.get(c, self.scheme)
