@@ -154,13 +154,13 @@ def analyse(case, errors: list[np.ndarray], want: list[np.ndarray],
             scheme_exact[name] = int(len(mism_flat) - n_mism)
         elif name in totals:
             scheme_exact[name] = int(totals[name])
-    cause_schemes = {n: int(hits[n]) for n in names if hits.get(n)}
-    explained_flat = hit.any(axis=0) if n_mism and len(kept) else np.zeros(mism_flat.shape, bool)
-    explained = [part.reshape(m.shape) for part, m in
-                 zip(np.split(explained_flat, np.cumsum([m.size for m in mism])[:-1]), mism)]
     out: dict = {"scheme_exact": scheme_exact}
     if not n_mism:
         return out
+    cause_schemes = {n: int(hits[n]) for n in names if hits.get(n)}
+    explained_flat = hit.any(axis=0) if len(kept) else np.zeros(mism_flat.shape, bool)
+    explained = [part.reshape(m.shape) for part, m in
+                 zip(np.split(explained_flat, np.cumsum([m.size for m in mism])[:-1]), mism)]
 
     exact = _golden_or_none(golden, "exact")
     counts = dict.fromkeys(CAUSES, 0)
