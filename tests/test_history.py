@@ -177,3 +177,39 @@ def test_an_incomplete_runs_groups_are_not_judged_never_passing(tmp_path):
     assert read_group_verdicts(tmp_path) is None
     (tmp_path / "summary.csv").write_text("op,target,group_failure,group_known,group_incomplete\nADD,ort,,,\n")
     assert read_group_verdicts(tmp_path) == {}
+
+
+def test_the_history_section_reads_an_earlier_runs_parquet_only_where_trusted(tmp_path, monkeypatch):
+    """index.html's History section reads an earlier run from its results.parquet when that is at
+    least as new as its results.jsonl, else from results.jsonl (a stale one, here saying "pass" of a
+    case the rows say failed, is not believed): the same section as from results.jsonl alone."""
+    import os
+
+    import reports.history as h
+    from reports.parquet import write_parquet
+    from tests.test_diff import _row, _write
+    runs = []
+    for i, st in enumerate(["pass", "fail", "fail", "fail"]):
+        d = _write(tmp_path / "runs" / f"r{i}", [_row("ADD-x-000", st), _row("ADD-x-001")])
+        doc = json.loads((d / "run.json").read_text())
+        (d / "run.json").write_text(json.dumps({**doc, "started": f"2026-01-0{i + 1}T00:00:00"}))
+        runs.append(d)
+    write_parquet(runs[1])
+    stale = _write(tmp_path / "stale", [_row("ADD-x-000"), _row("ADD-x-001")])
+    write_parquet(stale)
+    os.replace(stale / "results.parquet", runs[2] / "results.parquet")
+    t = (runs[2] / "results.jsonl").stat().st_mtime_ns - 10**9
+    os.utime(runs[2] / "results.parquet", ns=(t, t))
+    trusted, real = [], h._parquet_rows
+
+    def spy(folder):
+        rows = real(folder)
+        if rows is not None:
+            trusted.append(folder.name)
+        return rows
+    monkeypatch.setattr(h, "_parquet_rows", spy)
+    section = h.html_section(runs[3])
+    assert trusted == ["r1"]
+    assert "<td>ADD-x-000</td><td>t</td><td>r1</td><td>3</td>" in section, section
+    monkeypatch.setattr(h, "_parquet_rows", lambda folder: None)
+    assert h.html_section(runs[3]) == section
