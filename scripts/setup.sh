@@ -64,5 +64,8 @@ fi
 .venv-tosa/bin/python -m pip install -q tosa-tools==2026.8.0 tosa-converter-for-tflite==2026.2.0 \
   || echo "setup.sh: the TOSA tools did not install into .venv-tosa: the tosa target is unavailable" >&2
 command -v "${CC:-cc}" >/dev/null 2>&1 || echo "setup.sh: no C compiler (${CC:-cc}): the golden takes its NumPy path (same outputs, slower FULLY_CONNECTED gemvs); apt-get install gcc to add it" >&2
+# The suite's modules compiled once, as pip compiles an installed package's: an editable install's
+# are otherwise compiled again by every process that imports them where PYTHONDONTWRITEBYTECODE is set
+.venv/bin/python -m compileall -q suite reference targets reports >/dev/null
 .venv/bin/python -m suite targets >/dev/null
 echo "setup.sh: ready (.venv)"
