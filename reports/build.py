@@ -127,7 +127,7 @@ def _expected(info: dict | None) -> dict[str, str]:
 
 
 def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bool = False,
-                  run_info: dict | None = None, parquet_in_child: bool = False, baseline=None,
+                  run_info: dict | None = None, parquet_in_child: "bool | subprocess.Popen" = False, baseline=None,
                   certify_cases: list | None = None, certify_key=None,
                   certify_waiver_files: dict | None = None) -> Report:
     """Write summary.csv, summary.md, results.parquet, index.html (and, with ``certify``,
@@ -141,11 +141,16 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     ``certify_cases``: the run's cases as [[id, sha256], ...], ``certify_key``: what signs the
     certificate (reports/attest.py): a loaded ``Signer``, a private key file, or None (the user's
     key). A non-conformant certified (op, target) makes run.json's exit status 1. ``parquet_in_child``: results.parquet is written by ``python -m reports.parquet`` in a process
-    of its own, alongside (see reports/parquet.py). ``baseline``: a run folder; the report opens with
+    of its own, alongside (see reports/parquet.py): a new one, or the one given, started earlier by
+    :func:`parquet_child` ``when_told`` (its imports done), which is told now. ``baseline``: a run folder; the report opens with
     what is new since it (reports/since.py). Never raises for an artefact: see :attr:`Report.errors`.
     """
     d = Path(run_dir)
-    child = _parquet_child(d) if parquet_in_child and (d / RESULTS).exists() else None
+    waiting, child = parquet_in_child if isinstance(parquet_in_child, subprocess.Popen) else None, None
+    if parquet_in_child and (d / RESULTS).exists():
+        child = (_tell(waiting) if waiting is not None else None) or parquet_child(d)
+    else:
+        dismiss(waiting)
     run_info = clean_tree(run_info)   # (its text is shown by every report: suite/core/text.py)
     info = run_info if run_info is not None else clean_tree(read_run_info(d))
     report = Report(summary=[])
@@ -315,12 +320,41 @@ def _model_md(d: Path) -> str | None:
     return None if models is None else model_markdown(models[0], _csv(d, "outputs.csv") or [])
 
 
-def _parquet_child(d: Path) -> subprocess.Popen | None:
+def parquet_child(d: str | Path, when_told: bool = False) -> subprocess.Popen | None:
+    """``python -m reports.parquet`` writing ``d``/results.parquet; ``when_told``: it imports what it
+    needs now and converts when :func:`write_reports` tells it (stdin), or exits when stdin closes."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     try:
-        return subprocess.Popen([sys.executable, "-m", "reports.parquet", str(d)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=env)
+        return subprocess.Popen([sys.executable, "-m", "reports.parquet", *(["--when-told"] if when_told else []),
+                                 str(d)], stdin=subprocess.PIPE if when_told else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     except OSError:
+        return None
+
+
+def dismiss(child: subprocess.Popen | None) -> None:
+    """A ``when_told`` child not needed after all: it ends without writing (its pipes closed)."""
+    if child is None:
+        return
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        child.stdin.close()
+    child.stdin = None
+    try:
+        child.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+
+
+def _tell(child: subprocess.Popen) -> subprocess.Popen | None:
+    """Tell a waiting child to convert (None if it is gone: a new one is started)."""
+    try:
+        child.stdin.write("go\n")
+        child.stdin.close()
+        child.stdin = None   # (communicate() would flush it)
+        return child
+    except (OSError, ValueError):
+        dismiss(child)
         return None
 
 

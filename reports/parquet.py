@@ -19,7 +19,9 @@ imports ``reports`` (the harness does, for results.jsonl) would otherwise pay fo
 machine without pyarrow lacks only this file. At the end of a pytest run the file is written
 by ``python -m reports.parquet RUN_DIR`` in a process of its own (reports.build.write_reports
 ``parquet_in_child``): converting to Arrow imports pandas and pyarrow, about 90 MB that would
-otherwise be added to the peak memory of a large run's pytest process.
+otherwise be added to the peak memory of a large run's pytest process. The pytest run starts it
+once its tests are planned (``--when-told``, :func:`reports.build.parquet_child`): it imports them
+then, and converts when told, at the end.
 """
 
 from __future__ import annotations
@@ -195,9 +197,23 @@ def write_parquet(run_dir: str | Path) -> Path:
     return sink.close()
 
 
-if __name__ == "__main__":   # python -m reports.parquet RUN_DIR
+def _when_told() -> bool:
+    """``--when-told``: the modules the table needs imported now, then wait for the word on stdin
+    (a pytest run starts this process before its last row, so the imports are not at its end);
+    False (nothing written) when stdin closes without it."""
+    import pandas  # noqa: F401 (pyarrow converts through it)
+    import pyarrow.parquet  # noqa: F401
+    return sys.stdin.readline().strip() == "go"
+
+
+if __name__ == "__main__":   # python -m reports.parquet [--when-told] RUN_DIR
+    args = sys.argv[1:]
+    if args[:1] == ["--when-told"]:
+        args = args[1:]
+        if not _when_told():
+            sys.exit(0)
     try:
-        print(write_parquet(sys.argv[1]))
+        print(write_parquet(args[0]))
     except Exception as e:  # noqa: BLE001 (the parent reports it as this artefact's error)
         print(f"{type(e).__name__}: {e}", file=sys.stderr)
         sys.exit(1)

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from reports import terminal_lines, write_reports
+from reports.build import dismiss, parquet_child
 from reports.diff import run_folder
 from reports.junit import group_properties, group_repro
 from reports.results import iter_rows
@@ -442,6 +443,7 @@ class QconformSession:
         self.hunters: dict = {}   # target -> its Hunter (--hunt), one worker process each
         self.planned: int | None = None   # rows this run is to write (its pairs x devices), once collected
         self._tests_done, self._frozen = 0, False
+        self._parquet = None   # results.parquet's writer, started when the tests are planned (reports.build.parquet_child)
 
     def repro_doc(self) -> dict:
         """What a group's reproduction command is made of (reports.junit.group_repro): the run's options."""
@@ -701,6 +703,8 @@ class QconformSession:
             write_run_info(self.folder.path, self._doc)
         if self.run is not None:   # (an xdist worker runs only the groups it is given: each when asked)
             self.run.plan(pairs, lazy=not self.controller or self.sequential)
+        if self.controller and self._parquet is None:   # results.parquet's writer imports its modules now, not at the end
+            self._parquet = parquet_child(self.folder.path, when_told=True)
         _settle_gc()
         self._frozen = True
 
@@ -855,8 +859,9 @@ class QconformSession:
                     session.exitstatus = pytest.ExitCode.INTERRUPTED
                 doc = self._doc = self._write_run_info(finished=now(), exit_status=int(session.exitstatus),
                                                            interrupted=self.interrupted, planned=self.planned)
+                early, self._parquet = self._parquet, None   # (told once: written again, a new one)
                 self.report = write_reports(self.folder.path, policy=self.policy,
-                                            parquet_in_child=True,
+                                            parquet_in_child=early or True,
                                             waivers=self.waivers,
                                             certify=self.opts.certify, run_info=doc,
                                             baseline=self.baseline,
@@ -886,6 +891,8 @@ class QconformSession:
             self.report_error = str(disk_error(Path(e.filename or self.folder.path), e))
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         finally:
+            dismiss(self._parquet)   # (not told: the reports were not written)
+            self._parquet = None
             self.folder.close()
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
         if exitstatus == pytest.ExitCode.INTERNAL_ERROR and tr is not None:   # (pytest gives no terminal summary then)

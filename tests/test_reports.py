@@ -433,6 +433,24 @@ def test_results_parquet(run_dir):
     assert {"case_id", "target", "status", "max_abs_lsb", "scheme_exact.tflite-ref-double"} <= set(df.columns)
 
 
+def test_a_parquet_writer_started_early_writes_when_told_and_nothing_when_dismissed(run_dir, tmp_path):
+    """The run starts results.parquet's writer when its tests are planned (its imports then, not at
+    the end): told, it writes the same table; dismissed (no report written), it ends writing nothing."""
+    import pandas as pd
+
+    from reports.build import dismiss, parquet_child, write_reports
+    d = tmp_path / "run"
+    shutil.copytree(run_dir, d)
+    (d / "results.parquet").unlink()
+    child = parquet_child(d, when_told=True)
+    dismiss(child)
+    assert child.returncode == 0 and not (d / "results.parquet").exists()
+    child = parquet_child(d, when_told=True)
+    report = write_reports(d, parquet_in_child=child)
+    assert child.returncode == 0 and not report.errors and d / "results.parquet" in report.written
+    assert pd.read_parquet(d / "results.parquet").equals(pd.read_parquet(run_dir / "results.parquet"))
+
+
 def _imgs(text: str) -> list[str]:
     return re.findall(r"<img\b[^>]*>", text)
 
