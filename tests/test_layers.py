@@ -18,8 +18,9 @@ PACKAGES = ("suite", "reference", "targets", "reports")
 RUNTIMES = ("tflite_micro", "openvino", "tosa_converter_for_tflite", "tosa_reference_model", "onnxruntime", "onnxruntime_qnn", "onnx", "ai_edge_litert", "tflite_runtime", "flatbuffers",
             "pyarrow", "tomli", "tomllib", "allure")
 #: heavy libraries imported where they are used: `qconform --help`, a command and a run that do not
-#: use them do not pay their import (scipy.stats: a second of CPU; hypothesis: half of one; issue #34)
-HEAVY = ("scipy", "hypothesis")
+#: use them do not pay their import (scipy.stats: a second of CPU; hypothesis: half of one; issue #34;
+#: pandas: results.parquet's writer, imported before it is told to convert, reports/parquet.py)
+HEAVY = ("scipy", "hypothesis", "pandas")
 #: a package's names made of a heavy module of its own, imported when first asked for: every run's
 #: ``python -m reports.parquet`` child (the run waits for it) needs nothing of reports.build
 LAZY_EXPORTS = {("reports/__init__.py", "reports")}
