@@ -95,6 +95,10 @@ class Target:
     #: at most this many cases of an (op, target) group run alone for their latency
     #: (--latency-cases); None: as many as the option says
     latency_cases: int | None = None
+    #: how much lower than the pytest process's its worker process runs (os.nice; None: the
+    #: workers' default, suite/harness/worker.py WORKER_NICE); a target whose batches the run waits
+    #: on most sets less, so its worker gets more of a shared CPU than the other workers
+    worker_nice: int | None = None
     #: a case a finding says crashes the target runs in a fork of its worker (the runtime loaded),
     #: so the worker is not restarted; False for a target that runs its runtime in a process of its
     #: own (a fork would share that process's pipes)

@@ -119,6 +119,10 @@ class OpenvinoTarget(OrtTarget):
     #: no case of a group runs alone for its latency: a batch times each case's nodes
     #: (:meth:`invoke_batch`), where a model of its own would cost a compile or an import
     latency_cases = 0
+    #: its batches are the default run's longest (a model compiled or imported for each), so the
+    #: run waits on this worker most: it runs above the other workers (10), still below pytest
+    #: (docs/performance.md, "the openvino worker's priority")
+    worker_nice = 4
 
     def invoke_batch(self, sess, invoke, prefixes, timing: Timing):
         """The batch's warm-up and timed runs (as one case alone gets); each case's samples are

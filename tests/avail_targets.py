@@ -23,3 +23,17 @@ class Recording(GoldenTarget):
                 f.write(f"{os.getpid()}\n")
         why = os.environ.get("QCONFORM_AVAILABILITY_NO")
         return (False, why) if why else (True, "always")
+
+
+class Niced(Recording):
+    """Recording, whose worker runs at its own niceness; its ``availability()`` writes the
+    niceness of the process asking it instead of its id."""
+    name = "niced"
+    worker_nice = 3
+
+    def availability(self):
+        log = os.environ.get("QCONFORM_AVAILABILITY_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write(f"{os.nice(0)}\n")
+        return True, "always"

@@ -117,3 +117,26 @@ def test_the_default_run_imports_no_runtime_here_and_names_an_unavailable_defaul
     assert "tosa" not in info["options"]["targets"] and info["targets"]["ref"]["versions"]
     assert all(t["versions"] for t in info["targets"].values())   # (every worker's, by the end)
     assert "tosa" not in {r["target"] for r in rows_written(run)} and info["planned"] == len(rows_written(run))
+
+
+def test_a_targets_worker_runs_at_its_own_niceness(tmp_path, monkeypatch):
+    """A target's ``worker_nice`` is its worker's niceness above the pytest process's (openvino's
+    batches are the ones the run waits on most); a target without one, the workers' default."""
+    from suite.harness.worker import WORKER_NICE
+    from targets.openvino import OpenvinoTarget
+    from tests.avail_targets import Niced
+    log = tmp_path / "nice"
+    monkeypatch.setenv("QCONFORM_AVAILABILITY_LOG", str(log))
+    base, seen = os.nice(0), []
+    for nice in (3, None):
+        t = Niced()
+        t.worker_nice = nice
+        log.unlink(missing_ok=True)
+        ex = Isolated(t, timeout=30.0)
+        try:
+            assert ex.availability()[0] is True
+        finally:
+            ex.close()
+        seen.append(int(log.read_text().split()[-1]))
+    assert seen == [min(base + 3, 19), min(base + WORKER_NICE, 19)]
+    assert OpenvinoTarget.worker_nice is not None and OpenvinoTarget.worker_nice < WORKER_NICE

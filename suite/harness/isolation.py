@@ -64,8 +64,9 @@ def spec_of(target) -> dict[str, Any] | None:
         protocol.pickle.dumps(options)
     except Exception:
         return None
+    nice = getattr(target, "worker_nice", None)
     return {"module": cls.__module__, "qualname": cls.__qualname__, "name": getattr(target, "name", None),
-            "options": options}
+            "options": options, "nice": nice if isinstance(nice, int) and not isinstance(nice, bool) else None}
 
 
 def in_worker(target, isolation: str = "process") -> bool:

@@ -99,13 +99,14 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(3)
 
 
-def _yield_to_parent() -> None:
+def _yield_to_parent(nice: int | None = None) -> None:
     """Run below the parent's priority: the parent judges every outcome and runs pytest, the
     run's critical path, while a worker only runs ahead of it. (On Python >= 3.11 the worker stays
     in its parent's session, hence in its Linux autogroup, where nice values count: the run as a
-    whole keeps its share of a shared machine.)"""
+    whole keeps its share of a shared machine.) ``nice``: the target's own (``worker_nice``), at
+    least 1 below the parent."""
     try:
-        os.nice(WORKER_NICE)
+        os.nice(WORKER_NICE if nice is None else min(max(1, nice), 19))
     except OSError:
         pass
 
@@ -206,7 +207,7 @@ def main() -> int:
         return 2
     _, spec, sys_path, parent_pid = msg
     _die_with_parent(int(parent_pid))
-    _yield_to_parent()
+    _yield_to_parent(spec.get("nice"))
     for p in reversed(sys_path):
         if p not in sys.path:
             sys.path.insert(0, p)
