@@ -465,6 +465,7 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
         return d
     emulated_pairs = other_scope = 0
     other_facts: set[tuple] = set()
+    untimed: set[str] = set()   # targets none of whose cases has a latency in both runs
     for (op, target, device), all_ps in pairs.items():
         kinds = []
         real = [(b, n) for b, n in all_ps if not (emulated(b) or emulated(n))]   # emulated latencies: never compared
@@ -485,11 +486,13 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
         nmax = [x for x in (_num(n.get("max_abs_lsb")) for _, n in ps) if x is not None]
         if bmax and nmax and max(nmax) > max(bmax):
             kinds.append(f"max |err| grew ({max(bmax):g} -> {max(nmax):g} LSB)")
-        timed = [(b50, n50) for b, n in real
-                 if (b50 := _num(b.get("p50_us"))) is not None and (n50 := _num(n.get("p50_us"))) is not None
-                 and b.get("latency_scope") == n.get("latency_scope")]   # (a case alone vs its nodes in a batch)
-        other_scope += sum(1 for b, n in real if b.get("latency_scope") != n.get("latency_scope")
-                           and _num(b.get("p50_us")) is not None and _num(n.get("p50_us")) is not None)
+        both = [(b, n, b50, n50) for b, n in real
+                if (b50 := _num(b.get("p50_us"))) is not None and (n50 := _num(n.get("p50_us"))) is not None]
+        timed = [(b50, n50) for b, n, b50, n50 in both
+                 if b.get("latency_scope") == n.get("latency_scope")]   # (a case alone vs its nodes in a batch)
+        other_scope += len(both) - len(timed)
+        if not both and real and latency_gate:   # gated, and nothing of it timed in both runs: named
+            untimed.add(target)
         if timed and latency is not None:
             if device_facts(rb, target, device) != device_facts(rn, target, device):
                 other_facts.add((target, device))
@@ -520,6 +523,10 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
         d.notes.append(f"latencies not compared on {_plural(len(other_facts), 'target')} whose device facts differ "
                        f"(e.g. {t}{'@' + dev if dev else ''}: baseline {device_facts(rb, t, dev)}; "
                        f"run {device_facts(rn, t, dev)})")
+    if untimed:
+        d.notes.append(f"--latency-gate: no latency compared on {', '.join(sorted(untimed))}: no case of theirs has "
+                       "one in both runs (latency_scope batch: a simulator's or reference model's time is no "
+                       "device's, or a batch not timed case by case)")
     if other_scope:
         d.notes.append(f"latencies not compared for {_plural(other_scope, 'result')} timed another way in each run "
                        "(latency_scope: a case alone, its nodes in a batch)")

@@ -335,6 +335,10 @@ def test_latency_test_effect_and_minimum(tmp_path, diff):
     code, out, _ = diff(str(base), str(scoped), "--latency-gate")
     assert code == 0 and "latency changes" not in out, out
     assert "note: latencies not compared for 5 results timed another way in each run" in out
+    # gated, and a target none of whose cases was timed in both runs (htp on QNN's simulator): named
+    untimed = _write(tmp_path / "g", [{**r, "p50_us": None} for r in rows(1.0, 3.5)])
+    code, out, _ = diff(str(base), str(untimed), "--latency-gate")
+    assert code == 0 and "note: --latency-gate: no latency compared on t: no case of theirs has one in both runs" in out
 
 
 def test_same_configuration_twice_beside_a_cpu_bound_job_exits_0(tmp_path, diff):
