@@ -128,20 +128,16 @@ class OpenvinoTarget(OrtTarget):
         """The batch's warm-up and timed runs (as one case alone gets); each case's samples are
         its nodes' time in each timed run (:func:`per_case_us`), or None for all when a run's
         nodes cannot be split by case (the rows then say ``latency_scope`` "batch")."""
-        outs = None
         for _ in range(timing.warmup):
-            outs = invoke()
-        samples, per_case = [], [[] for _ in prefixes]
-        for _ in range(max(1, timing.repeats)):
+            invoke()
+        outs, samples, splits = None, [], []
+        for _ in range(max(1, timing.repeats)):   # (each run's counters are read before the next)
             outs, run = Timing(warmup=0, repeats=1).measure(invoke)
             samples += run
-            split = per_case_us(sess.profile(), len(prefixes)) if per_case is not None else None
-            if split is None:
-                per_case = None
-                continue
-            for mine, us in zip(per_case, split):
-                mine.append(us)
-        return outs, samples, per_case
+            splits.append(per_case_us(sess.profile(), len(prefixes)))
+        if any(split is None for split in splits):
+            return outs, samples, None
+        return outs, samples, [list(mine) for mine in zip(*splits)]
 
     def unsupported(self, case):
         for t in list(case.inputs) + list(case.outputs):
