@@ -52,7 +52,8 @@ def group_repro(doc: dict, op: str, target: str, device: str | None = None) -> s
     """The pytest command that runs (op, target)'s cases and its group verdict as ``doc``'s run did
     (on ``device`` only, if given; else on the run's devices)."""
     o = doc.get("options") or {}
-    args = ["pytest", f"--target={target}", f"--ops={op}"]
+    selector = (o.get("selectors") or {}).get(target) if isinstance(o.get("selectors"), dict) else None
+    args = ["pytest", f"--target={selector if isinstance(selector, str) else target}", f"--ops={op}"]
     if o.get("seed") is not None:
         args.append(f"--seed={o['seed']}")
     if o.get("cases_per_op") is not None:

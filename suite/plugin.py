@@ -454,7 +454,8 @@ class QconformSession:
         """The options that say what ran and where, besides RunOptions (run.json, repro commands)."""
         o = self.config.option
         return {"model": o.model, "model_inputs": o.model_inputs, "model_input_shape": list(o.model_input_shape or []),
-                "devices": list(o.device or [])}
+                "devices": list(o.device or []),
+                "selectors": {n: self.selectors.get(n, n) for n in self.targets}}   # (name -> as --target gave it)
 
     def versions(self, name: str) -> dict[str, str]:
         if self.run is not None:

@@ -339,3 +339,23 @@ def test_a_known_bias_is_the_group_tests_xfail(run, monkeypatch):
     proc.result.assert_outcomes(passed=1, xfailed=1)   # test_cases (36 cases), test_group
     assert [ln for ln in proc.stdout.splitlines() if ln.startswith("qconform:")][-1].endswith("; 36 results: 36 passed")
     assert "known finding known-half-up" in proc.stdout
+
+
+def test_a_groups_printed_repro_fails_as_the_run_did(run, tmp_path):
+    """The group verdict's reproduction command carries what decided it (here --certify and the run's
+    tolerance copy); run as printed, it fails the same group the same way."""
+    import shlex
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    proc, rd = run(HALF_UP, *ADD30, "--certify")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    cmd = next(ln.split("reproduce: ", 1)[1] for ln in proc.stdout.splitlines()
+               if ln.lstrip("E ").startswith("reproduce: pytest ") and "--target=tests.bias_targets:HalfUp" in ln)
+    args = shlex.split(cmd)
+    assert args[0] == "pytest" and "--certify" in args and any(a.startswith("--tolerance=") for a in args)
+    again = subprocess.run([sys.executable, "-m", *args, "-q", "-p", "no:randomly", f"--report-dir={tmp_path / 'r'}"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1, again.stdout[-3000:]
+    assert _group_failure(proc).split(":")[0] in again.stdout and "biased +" in again.stdout
