@@ -213,3 +213,33 @@ def test_the_history_section_reads_an_earlier_runs_parquet_only_where_trusted(tm
     assert "<td>ADD-x-000</td><td>t</td><td>r1</td><td>3</td>" in section, section
     monkeypatch.setattr(h, "_parquet_rows", lambda folder: None)
     assert h.html_section(runs[3]) == section
+
+
+def test_an_earlier_runs_parquet_is_never_decoded_into_more_than_it_holds(tmp_path):
+    """A results.parquet of 65 KB whose string columns repeat one 4,000-character value on 20,000 rows
+    (dictionary-encoded: 324 MB of Python strings once decoded row by row) is read with each
+    distinct value made once; one of 10,000 characters is not trusted (results.jsonl is read)."""
+    import tracemalloc
+
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from reports.history import _Distrusted, _parquet_rows
+    for size, trusted in ((4000, True), (10_000, False)):
+        d = tmp_path / str(size)
+        d.mkdir()
+        (d / "results.jsonl").write_text("")
+        value = "x" * size
+        pq.write_table(pa.table({c: pa.array([value] * 20_000) for c in ("case_id", "target", "status", "case_digest")}),
+                       d / "results.parquet", use_dictionary=True, compression="zstd")
+        tracemalloc.start()
+        try:
+            rows = _parquet_rows(d)
+            if trusted:
+                assert sum(1 for _ in rows) == 20_000
+            else:
+                with pytest.raises(_Distrusted):
+                    list(rows)
+            assert tracemalloc.get_traced_memory()[1] < 20e6
+        finally:
+            tracemalloc.stop()
