@@ -127,9 +127,9 @@ def _expected(info: dict | None) -> dict[str, str]:
 
 
 def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bool = False,
-                  run_info: dict | None = None, parquet_in_child: "bool | subprocess.Popen" = False, baseline=None,
+                  run_info: dict | None = None, parquet_in_child: bool = False, baseline=None,
                   certify_cases: list | None = None, certify_key=None,
-                  certify_waiver_files: dict | None = None) -> Report:
+                  certify_waiver_files: dict | None = None, parquet_writer: subprocess.Popen | None = None) -> Report:
     """Write summary.csv, summary.md, results.parquet, index.html (and, with ``certify``,
     certificate.md/.json) of ``run_dir``/results.jsonl; and run.json when ``run_info`` is given
     (the run's document, reports.runinfo.run_info), with the counts and costs of the rows added.
@@ -141,165 +141,172 @@ def write_reports(run_dir: str | Path, *, policy=None, waivers=None, certify: bo
     ``certify_cases``: the run's cases as [[id, sha256], ...], ``certify_key``: what signs the
     certificate (reports/attest.py): a loaded ``Signer``, a private key file, or None (the user's
     key). A non-conformant certified (op, target) makes run.json's exit status 1. ``parquet_in_child``: results.parquet is written by ``python -m reports.parquet`` in a process
-    of its own, alongside (see reports/parquet.py): a new one, or the one given, started earlier by
-    :func:`parquet_child` ``when_told`` (its imports done), which is told now. ``baseline``: a run folder; the report opens with
+    of its own, alongside (see reports/parquet.py): ``parquet_writer``, started earlier for ``run_dir``
+    by :func:`parquet_child` ``when_told`` (its imports done), told now, else a new one. ``baseline``: a run folder; the report opens with
     what is new since it (reports/since.py). Never raises for an artefact: see :attr:`Report.errors`.
     """
     d = Path(run_dir)
-    waiting, child = parquet_in_child if isinstance(parquet_in_child, subprocess.Popen) else None, None
+    child = None
     if parquet_in_child and (d / RESULTS).exists():
-        child = (_tell(waiting) if waiting is not None else None) or parquet_child(d)
+        child = (_tell(parquet_writer) if parquet_writer is not None else None) or parquet_child(d)
     else:
-        dismiss(waiting)
-    run_info = clean_tree(run_info)   # (its text is shown by every report: suite/core/text.py)
-    info = run_info if run_info is not None else clean_tree(read_run_info(d))
-    report = Report(summary=[])
-    failed: dict[str, Exception] = {}   # what broke: the artefacts made of it are not written
-
-    # pass 1: the last row of each (case, target, device) and the shapes of the rows (results.parquet's
-    # columns). A results.jsonl holds one row a pair (reports/results.py refuses a repeat), so when
-    # results.parquet is written elsewhere one pass, in file order, feeds the same rows
-    shapes = Shapes()
-    one_pass = parquet_in_child
-    index = {} if one_pass else index_rows(d, shapes.tag)
-    offsets = [at for at, _ in index.values()]
-
-    # what each artefact keeps of the rows, fed one row at a time in pass 2
+        dismiss(parquet_writer)
     try:
-        judged = policy or _policy(d, info)
-    except Exception as e:  # noqa: BLE001 (no group verdicts: one error line, the artefacts all the same)
-        judged = None
-        report.errors.append(_error("group verdicts (bias, declared schemes)", e))
-    summary, page, tally, check = Summary(judged, _versions(info), _expected(info)), Page(), _Tally(), WaiverCheck()
-    cross = CrossDevice()
-    unwitnessed = Unwitnessed()   # golden values no runtime of the run reproduces (reports/witness.py)
-    reading = Reading()   # the run's states, for the History section (reports/history.py)
-    feeds = {"summary": summary.add, "page": page.add, "tally": tally.add, "waivers": check.add, "cross": cross.add,
-             "witness": unwitnessed.add, "history": reading.add}
-    parquet = certifier = None
-    try:
-        if offsets and not parquet_in_child:
-            parquet = ParquetSink(d / PARQUET, shapes.columns(tag for _, tag in index.values()))
-            feeds["parquet"] = parquet.add
-    except Exception as e:  # noqa: BLE001 (one artefact's error line; the others are written)
-        failed["parquet"] = e
-    try:
-        if certify:
-            certifier = Certifier(judged or _policy(d, info), _versions(info), waivers, certify_cases,
-                                  certify_waiver_files)
-            feeds["certificate"] = certifier.add
-    except Exception as e:  # noqa: BLE001
-        failed["certificate"] = e
-    del index, shapes
+        run_info = clean_tree(run_info)   # (its text is shown by every report: suite/core/text.py)
+        info = run_info if run_info is not None else clean_tree(read_run_info(d))
+        report = Report(summary=[])
+        failed: dict[str, Exception] = {}   # what broke: the artefacts made of it are not written
 
-    rows = 0
-    for row in (r for _, r in scan(d)) if one_pass else rows_at(d, offsets) if offsets else ():   # pass 2
-        rows += 1
-        for name, add in list(feeds.items()):
-            try:
-                add(row)
-            except Exception as e:  # noqa: BLE001
-                failed[name] = e
-                del feeds[name]
-    if parquet is not None and "parquet" in failed:
-        parquet.abort()
+        # pass 1: the last row of each (case, target, device) and the shapes of the rows (results.parquet's
+        # columns). A results.jsonl holds one row a pair (reports/results.py refuses a repeat), so when
+        # results.parquet is written elsewhere one pass, in file order, feeds the same rows
+        shapes = Shapes()
+        one_pass = parquet_in_child
+        index = {} if one_pass else index_rows(d, shapes.tag)
+        offsets = [at for at, _ in index.values()]
 
-    def attempt(what: str, needs: tuple[str, ...], write) -> None:
-        """Write one artefact (``write()`` gives its path): else one error line, its own or that of
-        what it is made of."""
-        err = next((failed[n] for n in needs if n in failed), None)
-        if err is None:
-            try:
-                report.written.append(write())
-                return
-            except Exception as e:  # noqa: BLE001
-                err = e
-        report.errors.append(_error(what, err))
-
-    report.counts = count_statuses(tally.counts)
-    report.waiver_problems = check.problems(waivers)
-    if "summary" not in failed:
+        # what each artefact keeps of the rows, fed one row at a time in pass 2
         try:
-            summary.incomplete = incomplete(info, tally.rows if "tally" not in failed else None)
-            summary.pair_table()   # judges each (op, target) whole: summary.verdicts
-            report.groups = [{"op": k[0], "target": k[1], **f} for k, fs in summary.verdicts.items() for f in fs]
+            judged = policy or _policy(d, info)
+        except Exception as e:  # noqa: BLE001 (no group verdicts: one error line, the artefacts all the same)
+            judged = None
+            report.errors.append(_error("group verdicts (bias, declared schemes)", e))
+        summary, page, tally, check = Summary(judged, _versions(info), _expected(info)), Page(), _Tally(), WaiverCheck()
+        cross = CrossDevice()
+        unwitnessed = Unwitnessed()   # golden values no runtime of the run reproduces (reports/witness.py)
+        reading = Reading()   # the run's states, for the History section (reports/history.py)
+        feeds = {"summary": summary.add, "page": page.add, "tally": tally.add, "waivers": check.add, "cross": cross.add,
+                 "witness": unwitnessed.add, "history": reading.add}
+        parquet = certifier = None
+        try:
+            if offsets and not parquet_in_child:
+                parquet = ParquetSink(d / PARQUET, shapes.columns(tag for _, tag in index.values()))
+                feeds["parquet"] = parquet.add
+        except Exception as e:  # noqa: BLE001 (one artefact's error line; the others are written)
+            failed["parquet"] = e
+        try:
+            if certify:
+                certifier = Certifier(judged or _policy(d, info), _versions(info), waivers, certify_cases,
+                                      certify_waiver_files)
+                feeds["certificate"] = certifier.add
+        except Exception as e:  # noqa: BLE001
+            failed["certificate"] = e
+        del index, shapes
+
+        rows = 0
+        for row in (r for _, r in scan(d)) if one_pass else rows_at(d, offsets) if offsets else ():   # pass 2
+            rows += 1
+            for name, add in list(feeds.items()):
+                try:
+                    add(row)
+                except Exception as e:  # noqa: BLE001
+                    failed[name] = e
+                    del feeds[name]
+        if parquet is not None and "parquet" in failed:
+            parquet.abort()
+
+        def attempt(what: str, needs: tuple[str, ...], write) -> None:
+            """Write one artefact (``write()`` gives its path): else one error line, its own or that of
+            what it is made of."""
+            err = next((failed[n] for n in needs if n in failed), None)
+            if err is None:
+                try:
+                    report.written.append(write())
+                    return
+                except Exception as e:  # noqa: BLE001
+                    err = e
+            report.errors.append(_error(what, err))
+
+        report.counts = count_statuses(tally.counts)
+        report.waiver_problems = check.problems(waivers)
+        if "summary" not in failed:
+            try:
+                summary.incomplete = incomplete(info, tally.rows if "tally" not in failed else None)
+                summary.pair_table()   # judges each (op, target) whole: summary.verdicts
+                report.groups = [{"op": k[0], "target": k[1], **f} for k, fs in summary.verdicts.items() for f in fs]
+            except Exception as e:  # noqa: BLE001
+                failed["summary"] = e
+        report.missing = missing_rows(info, tally.rows) if "tally" not in failed else 0
+        if run_info is None and info and "tally" not in failed:   # (rebuilt: the verdict counts the rows there are, not run.json's)
+            info = {**info, "cost": {**(info.get("cost") or {}), "rows": tally.rows}}
+        cert = None
+        if certify and certifier is not None and "certificate" not in failed:
+            try:   # (an incomplete run's certificate keeps its partial groups' failures: it never certifies better)
+                cert = report.certificate = certifier.certificate(
+                    info, summary.partial if summary.incomplete else summary.verdicts, summary.incomplete)
+            except Exception as e:  # noqa: BLE001
+                failed["certificate"] = e
+        if run_info is not None and run_info.get("exit_status") == 0 and non_conformant(cert):
+            info = run_info = {**run_info, "exit_status": 1}   # a non-conformant certificate fails the run
+        if run_info is not None and run_info.get("exit_status") == 0 and any(not g["finding"] for g in report.groups):
+            info = run_info = {**run_info, "exit_status": 1}   # as the plugin sets pytest's (suite/plugin.py)
+        elif run_info is not None and run_info.get("exit_status") == 0 and report.missing:
+            info = run_info = {**run_info, "exit_status": 2}   # (pytest's "interrupted": suite/plugin.py)
+        if run_info is not None:
+            if "tally" not in failed:
+                info = with_results(run_info, counts=report.counts, rows=tally.rows, devices=list(tally.devices),
+                                    isa=tally.isa)
+            attempt(RUN_JSON, (), lambda: write_run_info(d, info))
+        if certify and cert is not None:   # (signed once run.json has its exit status: the certificate quotes it)
+            try:
+                signer = certify_key if isinstance(certify_key, attest.Signer) else attest.signing_key(certify_key)
+            except Exception as e:  # noqa: BLE001 (a key that cannot be read: no certificate, one error line)
+                failed["certificate"] = e
+            attempt(CERT_JSON, ("certificate",), lambda: write_certificate(d, cert, signer)[0])
+        elif certify and "certificate" in failed:
+            attempt(CERT_JSON, ("certificate",), lambda: None)
+        elif (d / CERT_JSON).exists():   # a certified run's page, rebuilt (the signed payload's rendering)
+            with contextlib.suppress(OSError, ValueError, QconformError):
+                cert = read_certificate(d)
+        if not rows:
+            dismiss(child)   # (a writer told of an empty results.jsonl: its pipes closed, waited for)
+            return report
+        try:
+            report.summary = summary.table()
         except Exception as e:  # noqa: BLE001
             failed["summary"] = e
-    report.missing = missing_rows(info, tally.rows) if "tally" not in failed else 0
-    if run_info is None and info and "tally" not in failed:   # (rebuilt: the verdict counts the rows there are, not run.json's)
-        info = {**info, "cost": {**(info.get("cost") or {}), "rows": tally.rows}}
-    cert = None
-    if certify and certifier is not None and "certificate" not in failed:
-        try:   # (an incomplete run's certificate keeps its partial groups' failures: it never certifies better)
-            cert = report.certificate = certifier.certificate(
-                info, summary.partial if summary.incomplete else summary.verdicts, summary.incomplete)
+        try:   # (a table that cannot be made is one error line; summary.md and index.html are written without it)
+            report.cross = cross.table() if "cross" not in failed else []
         except Exception as e:  # noqa: BLE001
-            failed["certificate"] = e
-    if run_info is not None and run_info.get("exit_status") == 0 and non_conformant(cert):
-        info = run_info = {**run_info, "exit_status": 1}   # a non-conformant certificate fails the run
-    if run_info is not None and run_info.get("exit_status") == 0 and any(not g["finding"] for g in report.groups):
-        info = run_info = {**run_info, "exit_status": 1}   # as the plugin sets pytest's (suite/plugin.py)
-    elif run_info is not None and run_info.get("exit_status") == 0 and report.missing:
-        info = run_info = {**run_info, "exit_status": 2}   # (pytest's "interrupted": suite/plugin.py)
-    if run_info is not None:
-        if "tally" not in failed:
-            info = with_results(run_info, counts=report.counts, rows=tally.rows, devices=list(tally.devices),
-                                isa=tally.isa)
-        attempt(RUN_JSON, (), lambda: write_run_info(d, info))
-    if certify and cert is not None:   # (signed once run.json has its exit status: the certificate quotes it)
-        try:
-            signer = certify_key if isinstance(certify_key, attest.Signer) else attest.signing_key(certify_key)
-        except Exception as e:  # noqa: BLE001 (a key that cannot be read: no certificate, one error line)
-            failed["certificate"] = e
-        attempt(CERT_JSON, ("certificate",), lambda: write_certificate(d, cert, signer)[0])
-    elif certify and "certificate" in failed:
-        attempt(CERT_JSON, ("certificate",), lambda: None)
-    elif (d / CERT_JSON).exists():   # a certified run's page, rebuilt (the signed payload's rendering)
-        with contextlib.suppress(OSError, ValueError, QconformError):
-            cert = read_certificate(d)
-    if not rows:
+            failed["cross"] = e
+        if "cross" in failed:
+            report.errors.append(_error("the cross-device table", failed["cross"]))
+        attempt(SUMMARY_CSV, ("summary",), lambda: write_atomic(d / SUMMARY_CSV, to_csv(report.summary)))
+        # ---- new since the baseline (#22): compared once summary.csv and the certificate are written
+        since = since_error = None
+        if baseline is not None:
+            try:
+                since = diff_runs(baseline, d)
+                report.since = since_headline(since)
+            except Exception as e:  # noqa: BLE001 (the report says why, and is written all the same)
+                since_error = f"{type(e).__name__}: {e}"
+                report.errors.append(_error("the comparison with the baseline", e))
+        sections = ((since_html(since, since_error), since_markdown(since, since_error)) if baseline is not None
+                    else (None, None))   # (the page and summary.md say there is none)
+        try:   # the History section: earlier runs of the same case set beside this one (reports/history.py)
+            past = history_section(d, reading=reading if "history" not in failed else None, info=info)
+        except Exception as e:  # noqa: BLE001 (one error line; the page is written without it)
+            past = None
+            report.errors.append(_error("the history section", e))
+        # ----
+        new = (None, None) if "page" in failed else (page.new.first(), page.new.n)   # (the page's error is index.html's)
+        review = unwitnessed.cases() if "witness" not in failed else []
+        attempt(SUMMARY_MD, ("summary",), lambda: write_atomic(d / SUMMARY_MD, markdown_file(
+            report.summary, info, *new, cross=report.cross, review=review, since=sections[1], models=_model_md(d),
+            certificate=cert)))
+        if child is None:
+            attempt(PARQUET, ("parquet",), lambda: parquet.close())
+        attempt(INDEX, ("summary", "page"), lambda: write_atomic(
+            d / INDEX, render(page, report.summary, summary.pair_table(), info, cert, _models(d), cross=report.cross,
+                              review=review, since=sections[0], history=past)))
+        if child is not None:
+            attempt(PARQUET, (), lambda: _parquet_done(child, d))
         return report
-    try:
-        report.summary = summary.table()
-    except Exception as e:  # noqa: BLE001
-        failed["summary"] = e
-    try:   # (a table that cannot be made is one error line; summary.md and index.html are written without it)
-        report.cross = cross.table() if "cross" not in failed else []
-    except Exception as e:  # noqa: BLE001
-        failed["cross"] = e
-    if "cross" in failed:
-        report.errors.append(_error("the cross-device table", failed["cross"]))
-    attempt(SUMMARY_CSV, ("summary",), lambda: write_atomic(d / SUMMARY_CSV, to_csv(report.summary)))
-    # ---- new since the baseline (#22): compared once summary.csv and the certificate are written
-    since = since_error = None
-    if baseline is not None:
-        try:
-            since = diff_runs(baseline, d)
-            report.since = since_headline(since)
-        except Exception as e:  # noqa: BLE001 (the report says why, and is written all the same)
-            since_error = f"{type(e).__name__}: {e}"
-            report.errors.append(_error("the comparison with the baseline", e))
-    sections = ((since_html(since, since_error), since_markdown(since, since_error)) if baseline is not None
-                else (None, None))   # (the page and summary.md say there is none)
-    try:   # the History section: earlier runs of the same case set beside this one (reports/history.py)
-        past = history_section(d, reading=reading if "history" not in failed else None, info=info)
-    except Exception as e:  # noqa: BLE001 (one error line; the page is written without it)
-        past = None
-        report.errors.append(_error("the history section", e))
-    # ----
-    new = (None, None) if "page" in failed else (page.new.first(), page.new.n)   # (the page's error is index.html's)
-    review = unwitnessed.cases() if "witness" not in failed else []
-    attempt(SUMMARY_MD, ("summary",), lambda: write_atomic(d / SUMMARY_MD, markdown_file(
-        report.summary, info, *new, cross=report.cross, review=review, since=sections[1], models=_model_md(d),
-        certificate=cert)))
-    if child is None:
-        attempt(PARQUET, ("parquet",), lambda: parquet.close())
-    attempt(INDEX, ("summary", "page"), lambda: write_atomic(
-        d / INDEX, render(page, report.summary, summary.pair_table(), info, cert, _models(d), cross=report.cross,
-                          review=review, since=sections[0], history=past)))
-    if child is not None:
-        attempt(PARQUET, (), lambda: _parquet_done(child, d))
-    return report
+    except BaseException:   # (the writer told to convert ends with the report that told it)
+        if child is not None:
+            child.kill()
+            dismiss(child)
+        raise
 
 
 def _csv(d: Path, name: str) -> list[dict] | None:

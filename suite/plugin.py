@@ -862,7 +862,7 @@ class QconformSession:
                                                            interrupted=self.interrupted, planned=self.planned)
                 early, self._parquet = self._parquet, None   # (told once: written again, a new one)
                 self.report = write_reports(self.folder.path, policy=self.policy,
-                                            parquet_in_child=early or True,
+                                            parquet_in_child=True, parquet_writer=early,
                                             waivers=self.waivers,
                                             certify=self.opts.certify, run_info=doc,
                                             baseline=self.baseline,

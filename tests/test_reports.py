@@ -446,7 +446,7 @@ def test_a_parquet_writer_started_early_writes_when_told_and_nothing_when_dismis
     dismiss(child)
     assert child.returncode == 0 and not (d / "results.parquet").exists()
     child = parquet_child(d, when_told=True)
-    report = write_reports(d, parquet_in_child=child)
+    report = write_reports(d, parquet_in_child=True, parquet_writer=child)
     assert child.returncode == 0 and not report.errors and d / "results.parquet" in report.written
     assert pd.read_parquet(d / "results.parquet").equals(pd.read_parquet(run_dir / "results.parquet"))
 
@@ -618,3 +618,19 @@ def test_known_failures_say_why_in_summary_md_index_html_and_the_terminal():
     text = render(page, summary, summary)
     known = text[text.index('id="known-failures"'):]
     assert html.escape(f.reason) in known[:known.index("</table>")]
+
+
+def test_a_report_that_raises_ends_the_parquet_writer_it_told(run_dir, tmp_path, monkeypatch):
+    """The writer told to convert is ended (killed, its pipes closed, waited for) when the report
+    that told it raises: no process left converting after the run reported its error."""
+    import reports.build as build
+    d = tmp_path / "run"
+    shutil.copytree(run_dir, d)
+    child = build.parquet_child(d, when_told=True)
+
+    def broken(*a, **k):
+        raise RuntimeError("the summary broke")
+    monkeypatch.setattr(build, "Summary", broken)
+    with pytest.raises(RuntimeError, match="the summary broke"):
+        build.write_reports(d, parquet_in_child=True, parquet_writer=child)
+    assert child.returncode is not None and child.stdout.closed
