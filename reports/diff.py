@@ -465,7 +465,8 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
         return d
     emulated_pairs = other_scope = 0
     other_facts: set[tuple] = set()
-    untimed: set[str] = set()   # targets none of whose cases has a latency in both runs
+    timed_targets: set[str] = set()   # targets with a case timed in both runs, and those with a group of none
+    untimed: set[str] = set()
     for (op, target, device), all_ps in pairs.items():
         kinds = []
         real = [(b, n) for b, n in all_ps if not (emulated(b) or emulated(n))]   # emulated latencies: never compared
@@ -491,8 +492,8 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
         timed = [(b50, n50) for b, n, b50, n50 in both
                  if b.get("latency_scope") == n.get("latency_scope")]   # (a case alone vs its nodes in a batch)
         other_scope += len(both) - len(timed)
-        if not both and real and latency_gate:   # gated, and nothing of it timed in both runs: named
-            untimed.add(target)
+        if real:
+            (timed_targets if both else untimed).add(target)
         if timed and latency is not None:
             if device_facts(rb, target, device) != device_facts(rn, target, device):
                 other_facts.add((target, device))
@@ -523,7 +524,8 @@ def diff_runs(baseline: str | Path, run: str | Path, latency_threshold_pct: floa
         d.notes.append(f"latencies not compared on {_plural(len(other_facts), 'target')} whose device facts differ "
                        f"(e.g. {t}{'@' + dev if dev else ''}: baseline {device_facts(rb, t, dev)}; "
                        f"run {device_facts(rn, t, dev)})")
-    if untimed:
+    untimed -= timed_targets
+    if untimed and latency_gate:   # gated, and nothing of these timed in both runs: named
         d.notes.append(f"--latency-gate: no latency compared on {', '.join(sorted(untimed))}: no case of theirs has "
                        "one in both runs (latency_scope batch: a simulator's or reference model's time is no "
                        "device's, or a batch not timed case by case)")

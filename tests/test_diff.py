@@ -339,6 +339,12 @@ def test_latency_test_effect_and_minimum(tmp_path, diff):
     untimed = _write(tmp_path / "g", [{**r, "p50_us": None} for r in rows(1.0, 3.5)])
     code, out, _ = diff(str(base), str(untimed), "--latency-gate")
     assert code == 0 and "note: --latency-gate: no latency compared on t: no case of theirs has one in both runs" in out
+    # one op of the target timed in both runs: the target is not named
+    mul = [_row(f"MUL-x-{i:03d}") for i in range(3)]
+    base2 = _write(tmp_path / "h", rows(1.0, 3.5) + mul)
+    code, out, _ = diff(str(base2), str(_write(tmp_path / "i", [{**r, "p50_us": None} for r in rows(1.0, 3.5)] + mul)),
+                        "--latency-gate")
+    assert code == 0 and "no latency compared on" not in out, out
 
 
 def test_same_configuration_twice_beside_a_cpu_bound_job_exits_0(tmp_path, diff):
