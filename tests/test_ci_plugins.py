@@ -69,8 +69,8 @@ def test_the_popular_plugins_switched_on_give_the_verdicts_of_a_plain_run(tmp_pa
                  if c.get("name") == "test_group" and "half-up" in c.get("classname"))
     props = {p.get("name"): p.get("value") for p in group.iter("property")}
     assert props["qconform.op"] == "ADD" and props["qconform.target"] == "half-up"
-    assert props["qconform.repro"].startswith("pytest --target=half-up --ops=ADD --seed=")
-    assert "reproduce: pytest --target=half-up" in group.find("failure").get("message") + (group.find("failure").text or "")
+    assert props["qconform.repro"].startswith("pytest --target=tests.bias_targets:HalfUp --ops=ADD --seed=")   # (as --target gave it)
+    assert "reproduce: pytest --target=tests.bias_targets:HalfUp" in group.find("failure").get("message") + (group.find("failure").text or "")
     assert json.loads((tmp_path / "r.json").read_text())["exitcode"] == 1
     if mode == "group":   # (Allure: a result per item)
         return

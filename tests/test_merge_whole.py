@@ -77,7 +77,7 @@ def test_a_good_merge_writes_one_junit_file_and_every_shards_host_and_commit(sha
     assert any(p.get("name") == "qconform.repro" for p in failed[0].find("properties"))
     # the groups' verdicts (here: certification non-conformant) are tests too, with their command
     groups = [c for c in cases if c.get("name") == "test_group" and c.find("failure") is not None]
-    assert groups and all("reproduce: pytest --target=off-by-one" in g.find("failure").text for g in groups)
+    assert groups and all("reproduce: pytest --target=tests.spine_targets:OffByOne" in g.find("failure").text for g in groups)
 
 
 def _failing_first(shards):
