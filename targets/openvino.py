@@ -75,18 +75,17 @@ class _Session:
                 for p in self.request.get_profiling_info()]
 
 
-def per_case_us(profile: list[tuple[str, bool, float]], n: int) -> list[float] | None:
-    """Each of a merged model's ``n`` cases' time in one inference, from OpenVINO's per-node
-    counters in execution order; None when a node cannot be given to one case.
+def per_case_us(profile: list[tuple[str, bool, float]], prefixes: list[str]) -> list[float] | None:
+    """Each of a merged model's cases' time in one inference (``prefixes``: theirs), from OpenVINO's
+    per-node counters in execution order; None when a node cannot be given to one case.
 
     The CPU plugin runs the cases' disjoint graphs one after another: a case's span opens with
     its first node named for it (``c<k>_...``, its Parameter first) and the nodes OpenVINO made
     (``Subtract_816``, reorders) inside the span are its own. A case whose span opens again
     after another's, or an executed node before any span, makes the split unsure: None."""
-    names = [""] * n   # (case_of_node only counts the prefixes)
-    per, cur, closed = [0.0] * n, None, set()
+    per, cur, closed = [0.0] * len(prefixes), None, set()
     for name, executed, us in profile:
-        k = case_of_node(name, names)
+        k = case_of_node(name, prefixes)
         if k is not None and k != cur:
             if k in closed:
                 return None
@@ -134,7 +133,7 @@ class OpenvinoTarget(OrtTarget):
         for _ in range(max(1, timing.repeats)):   # (each run's counters are read before the next)
             outs, run = Timing(warmup=0, repeats=1).measure(invoke)
             samples += run
-            splits.append(per_case_us(sess.profile(), len(prefixes)))
+            splits.append(per_case_us(sess.profile(), prefixes))
         if any(split is None for split in splits):
             return outs, samples, None
         return outs, samples, [list(mine) for mine in zip(*splits)]

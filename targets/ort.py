@@ -251,12 +251,12 @@ class OrtTarget(Target):
             eps = placement[k] if placement else None
             why = self.check_placement(eps)
             info = {"target_s": round(share, 6), "invoke_s": round(spent[0] / n, 6), **batch_info(n, samples)}
-            if per_case is not None:   # the case's own nodes' time in the batch's runs
-                info["latency_scope"] = self.node_scope
             if why:
                 o = Outcome.unsupported(why)
                 o.info.update(info)
             else:
+                if per_case is not None:   # the case's own nodes' time in the batch's runs
+                    info["latency_scope"] = self.node_scope
                 o = Outcome.ok(outputs, per_case[k] if per_case is not None else [], nodes=",".join(batch.op_types[k]),
                                **info, **({"placement": placement_text(eps)} if eps is not None else {}))
             res.append(o)
